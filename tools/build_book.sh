@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Build the book with warnings as errors; keep the log; print where the index page is.
+# Notebook outputs are cached in _build/.jupyter_cache (an unchanged rebuild takes seconds); the cache is
+# dropped whenever the andrea package changes, since a chapter's outputs depend on it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p _build
+hash=$(cat andrea/*.py | sha256sum | cut -c1-16)
+if [ "$(cat _build/.andrea-hash 2>/dev/null)" != "$hash" ]; then
+  rm -rf _build/.jupyter_cache _build/html _build/jupyter_execute _build/.doctrees
+  echo "$hash" > _build/.andrea-hash
+fi
+start=$(date +%s)
+rm -f _build/book-build.ok
+set -o pipefail
+.venv/bin/jupyter-book build . --builder html -n -W --keep-going 2>&1 | tee _build/book-build.log
+echo "$(( $(date +%s) - start ))" > _build/book-build.ok
+echo "Built in $(cat _build/book-build.ok) s. Open: file://$PWD/_build/html/index.html"
