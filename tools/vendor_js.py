@@ -60,7 +60,8 @@ def main() -> None:
                 members = tar.getmembers()
                 for src, dst in FILES[name]:
                     for m in members:
-                        if not m.isfile() or not m.name.startswith(src):
+                        is_dir = src.endswith("/")
+                        if not m.isfile() or not (m.name.startswith(src) if is_dir else m.name == src):
                             continue
                         rel = m.name[len(src):]
                         if name == "mathjax" and (any(s in rel for s in MATHJAX_SKIP) or rel.endswith(".map")):
