@@ -170,6 +170,29 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], xlabel: str, titl
     return fig
 
 
+def token_stats_figure(before, after, title: str = "", seed: Optional[int] = 0):
+    """Per-token mean (x) and standard deviation (y) over d_model, before and after a LayerNorm.
+    ``before``/``after``: tensors (N, d_model)."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, t, name, c in ((axes[0], before, "before LayerNorm", PALETTE[1]), (axes[1], after, "after LayerNorm", PALETTE[0])):
+        t = t.detach().double()
+        mean, std = t.mean(-1).numpy(), t.std(-1, unbiased=False).numpy()
+        ax.scatter(mean, std, s=9, alpha=0.6, color=c)
+        ax.set_xlabel("per-token mean over d_model")
+        ax.set_ylabel("per-token standard deviation")
+        ax.set_title(f"{name} ({len(mean)} tokens)", fontsize=10)
+        span = max(np.ptp(mean), 1e-3)
+        ax.set_xlim(mean.min() - span, mean.max() + span)
+        sspan = max(np.ptp(std), 1e-3)
+        ax.set_ylim(max(0, std.min() - sspan), std.max() + sspan)
+        ax.ticklabel_format(useOffset=False, style="plain", axis="both")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    provenance(fig, "cpu", seed)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
 def fig_to_png(fig) -> bytes:
     import io
 

@@ -1,0 +1,28 @@
+"""Sphinx tweaks for the ANDREA book's site (registered in _config.yml as a local extension).
+
+* The book uses no Thebe (live code runs through the launch buttons), but sphinx-thebe, which
+  Jupyter Book always loads, still adds its configuration script to every page, twice, which
+  raises a JavaScript error ("THEBE_JS_URL has already been declared"). We drop its scripts.
+* pydata-sphinx-theme logs a console error when no default colour mode is set; we set "auto"
+  (follow the reader's system setting) through the
+  ``default_mode`` template variable.
+"""
+
+
+def _is_thebe(js) -> bool:
+    name = str(js) or ""
+    body = getattr(js, "attributes", {}).get("body", "") if hasattr(js, "attributes") else ""
+    return "thebe" in name.lower() or "THEBE_JS_URL" in (body or "")
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    context.setdefault("default_mode", "auto")
+    if "script_files" in context:
+        context["script_files"] = [js for js in context["script_files"] if not _is_thebe(js)]
+    if "css_files" in context:
+        context["css_files"] = [css for css in context["css_files"] if "thebe" not in str(css).lower()]
+
+
+def setup(app):
+    app.connect("html-page-context", _page_context, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
