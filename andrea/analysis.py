@@ -139,3 +139,127 @@ def compare_norms(depth: int = 24, d_model: int = 128, init_std: float = 0.02, s
                       init_std=init_std, context_length=32)
         out[norm] = gradient_flow(fresh_model(cfg, seed), idx, tgt)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 4: the MLP / Chapter 5: GELU
+# ---------------------------------------------------------------------------------------------
+def time_call(fn, *args, repeat: int = 7, number: int = 3) -> float:
+    """Median seconds per call of fn(*args) over ``repeat`` timings of ``number`` calls each."""
+    import time
+
+    fn(*args)  # warm up (allocations, lazy init)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn(*args)
+        times.append((time.perf_counter() - t0) / number)
+    return float(np.median(times))
+
+
+def gelu_speed(n: int = 4 * 128 * 3072, device: str = "cpu", dtype=torch.float32) -> dict:
+    """Seconds per call of the readable GELU formula vs torch's fused F.gelu (tanh) on ``n`` values
+    (the default is one ANDREA-120M MLP activation: batch 4, 128 tokens, 3072 features)."""
+    import torch.nn.functional as F
+
+    from .layers import gelu
+
+    x = torch.randn(n, device=device, dtype=dtype, generator=None)
+    sync = torch.cuda.synchronize if str(device).startswith("cuda") else (lambda: None)
+
+    def readable():
+        gelu(x, "tanh")
+        sync()
+
+    def fused():
+        F.gelu(x, approximate="tanh")
+        sync()
+
+    return {"readable": time_call(readable), "fused": time_call(fused), "n": n, "device": str(device)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 6: the stack
+# ---------------------------------------------------------------------------------------------
+@torch.no_grad()
+def trace_token(model: Andrea, idx: torch.Tensor, position: int, batch_row: int = 0) -> list[dict]:
+    """Follow one token's vector through block 1: each step's name, shape and L2 norm.
+
+    The whole sequence is computed (attention needs the earlier tokens); the rows report the
+    vector of token ``position`` at each step.
+    """
+    blk = model.blocks[0]
+    if model.config.norm != "pre" or not model.config.residual:
+        raise ValueError("trace_token follows ANDREA's own wiring (norm='pre', residual=True)")
+    rows = []
+
+    def add(name, t, note=""):
+        v = t[batch_row, position] if t.dim() == 3 else t[batch_row, :, position]
+        rows.append({"step": name, "shape": tuple(v.shape), "norm": float(v.norm()), "note": note})
+        return t
+
+    x = add("token + position embedding", model.embed(idx), "x: the residual stream entering block 1")
+    h = add("LayerNorm 1", blk.ln_1(x), "per-token standardisation, then gamma, beta")
+    q, k, v = blk.attn.split_heads(h)  # (B, H, T, hs)
+    add("query (12 heads x 64)", q, "this token's questions, one per head")
+    att = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, hs)
+    B, H, T, hs = att.shape
+    merged = att.transpose(1, 2).reshape(B, T, H * hs)
+    add("attention: weighted sum of values", merged, "mixes information from tokens 0..t")
+    a = add("attention output projection", blk.attn.proj(merged), "the attention sublayer's delta")
+    x = add("residual: x + attention", x + a, "the stream after the first sublayer")
+    h = add("LayerNorm 2", blk.ln_2(x))
+    hid = add("MLP expand (W_1, b_1)", blk.mlp.fc(h), "768 -> 3072")
+    act = add("GELU", blk.mlp.act(hid), "elementwise")
+    m = add("MLP contract (W_2, b_2)", blk.mlp.proj(act), "3072 -> 768: the MLP sublayer's delta")
+    x = add("residual: x + MLP", x + m, "the block's output: input to block 2")
+    return rows
+
+
+@torch.no_grad()
+def attention_entropy(model: Andrea, idx: torch.Tensor) -> np.ndarray:
+    """Mean entropy (nats) of each block's causal attention distributions, relative to the
+    entropy of uniform attention over the visible tokens (1 = uniform). Shape (n_layer,)."""
+    from .layers import attention_reference  # noqa: F401  (same formula, written out below)
+
+    x = model.embed(idx)
+    T = idx.size(1)
+    uniform = torch.log(torch.arange(1, T + 1, dtype=torch.float64))  # entropy of uniform over t+1 tokens
+    out = []
+    for blk in model.blocks:
+        q, k, _ = blk.attn.split_heads(blk.ln_1(x) if model.config.norm == "pre" else x)
+        s = q @ k.transpose(-2, -1) / (q.size(-1) ** 0.5)
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+        p = torch.softmax(s.masked_fill(mask, float("-inf")), -1).double()
+        ent = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)  # (B, H, T)
+        rel = (ent[..., 1:] / uniform[1:]).mean()  # skip t=0 (entropy 0 by definition)
+        out.append(float(rel))
+        x = blk(x)
+    return np.array(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 7: LayerScale
+# ---------------------------------------------------------------------------------------------
+def cait_init(depth: int) -> float:
+    """LayerScale's initial lambda by depth, as CaiT chose it (Touvron et al., 2021):
+    0.1 up to 18 blocks, 1e-5 at 24, 1e-6 deeper. (Depths 19-23 are not in the paper; we use 1e-5.)"""
+    if depth <= 18:
+        return 0.1
+    if depth <= 24:
+        return 1e-5
+    return 1e-6
+
+
+@torch.no_grad()
+def embedding_survival(model: Andrea, idx: torch.Tensor) -> np.ndarray:
+    """cos(x_l, x_0) at every boundary l: how much of the stream still points along the embeddings
+    (computed per token, averaged). Shape (n_layer + 1,)."""
+    x0 = model.embed(idx)
+    x = x0
+    out = [1.0]
+    for blk in model.blocks:
+        x = blk(x)
+        out.append(float(torch.nn.functional.cosine_similarity(x, x0, dim=-1).mean()))
+    return np.array(out)

@@ -35,6 +35,7 @@ class AndreaConfig:
     bias: bool = True  # biases in Linear layers and LayerNorms (GPT-2)
     ln_eps: float = 1e-5  # LayerNorm epsilon (GPT-2)
     init_std: float = 0.02  # N(0, init_std) for weights (GPT-2)
+    scale_residual_init: bool = True  # residual output projections get init_std / sqrt(2 * n_layer) (GPT-2)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -79,6 +80,8 @@ def _validate(c: AndreaConfig) -> None:
         raise ValueError(f"AndreaConfig.activation must be one of {ACTIVATIONS}, got {c.activation!r}")
     if not isinstance(c.residual, bool):
         raise ValueError(f"AndreaConfig.residual must be True or False, got {c.residual!r}")
+    if not isinstance(c.scale_residual_init, bool):
+        raise ValueError(f"AndreaConfig.scale_residual_init must be True or False, got {c.scale_residual_init!r}")
     if not isinstance(c.bias, bool):
         raise ValueError(f"AndreaConfig.bias must be True or False, got {c.bias!r}")
     if c.layerscale is not None:

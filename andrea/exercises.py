@@ -200,3 +200,117 @@ def check_lr_schedule(fn: Callable) -> Check:
         return None if math.isclose(got, case["want"], rel_tol=1e-9, abs_tol=1e-15) else f"expected {case['want']:.6g}, got {got:.6g}"
 
     return _run("check_lr_schedule", cases, fn, compare)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 4
+# ---------------------------------------------------------------------------------------------
+def check_mlp_params(fn: Callable) -> Check:
+    """fn(d_model, mlp_dim, bias) -> parameters of one (non-gated) MLP: W_1, b_1, W_2, b_2."""
+    from .layers import MLP
+
+    cases = []
+    for d, h, bias in ((768, 3072, True), (768, 3072, False), (128, 512, True), (100, 250, True)):
+        n = sum(p.numel() for p in MLP(replace(ANDREA_120M, d_model=d, n_head=1, mlp_dim=h, bias=bias)).parameters())
+        cases.append({"args": (d, h, bias), "desc": f"d_model={d}, mlp_dim={h}, bias={bias}", "want": n})
+
+    def compare(got, case):
+        return None if got == case["want"] else f"expected {case['want']:,}, got {got!r}"
+
+    return _run("check_mlp_params", cases, fn, compare)
+
+
+def check_mlp_forward(fn: Callable) -> Check:
+    """fn(x, W_1, b_1, W_2, b_2) -> GELU-tanh MLP output, with W_1 of shape (d_model, mlp_dim) as
+    in the documents (x @ W_1), i.e. the transpose of torch's Linear.weight."""
+    from .layers import MLP
+
+    cases = []
+    for seed, d in ((0, 32), (1, 48)):
+        torch.manual_seed(seed)
+        mlp = MLP(replace(ANDREA_120M, d_model=d, n_head=1)).double()
+        x = torch.randn(2, 5, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+        args = (x, mlp.fc.weight.detach().T, mlp.fc.bias.detach(), mlp.proj.weight.detach().T, mlp.proj.bias.detach())
+        cases.append({"args": args, "desc": f"d_model={d}", "want": mlp(x).detach()})
+
+    return _run("check_mlp_forward", cases, fn, lambda got, case: _close(got, case["want"], 1e-10))
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 5
+# ---------------------------------------------------------------------------------------------
+def check_gelu(fn: Callable) -> Check:
+    """fn(x) -> the exact GELU, x * Phi(x) with the normal CDF Phi (not the tanh approximation)."""
+    xs = [torch.linspace(-6, 6, 1001, dtype=torch.float64), torch.tensor([0.0, -0.7517916, 3.0, -3.0], dtype=torch.float64)]
+    cases = [{"args": (x,), "desc": d} for x, d in zip(xs, ("a grid on [-6, 6]", "special points"))]
+    return _run("check_gelu", cases, fn, lambda got, case: _close(got, F.gelu(case["args"][0]), 1e-12))
+
+
+def check_gelu_derivative(fn: Callable) -> Check:
+    """fn(x) -> d/dx of the exact GELU, i.e. Phi(x) + x * phi(x)."""
+    cases = []
+    for x, d in ((torch.linspace(-6, 6, 801, dtype=torch.float64), "a grid on [-6, 6]"),
+                 (torch.tensor([0.0, 1.0, -1.0], dtype=torch.float64), "0 and +-1")):
+        xx = x.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(F.gelu(xx).sum(), xx)
+        cases.append({"args": (x,), "desc": d, "want": g})
+    return _run("check_gelu_derivative", cases, fn, lambda got, case: _close(got, case["want"], 1e-10))
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 6
+# ---------------------------------------------------------------------------------------------
+def check_parameter_count(fn: Callable) -> Check:
+    """fn(config) -> total parameters of Andrea(config), tied embeddings counted once."""
+    configs = [ANDREA_120M, replace(ANDREA_120M, n_layer=24, d_model=1024, n_head=16),
+               replace(ANDREA_120M, bias=False), replace(ANDREA_120M, norm="post"),
+               replace(ANDREA_120M, vocab_size=50257, context_length=2048, d_model=256, n_head=4)]
+    cases = [{"args": (c,), "desc": f"d_model={c.d_model}, n_layer={c.n_layer}, bias={c.bias}, norm={c.norm}",
+              "want": count_parameters(c)["total"]} for c in configs]
+    return _run("check_parameter_count", cases, fn,
+                lambda got, case: None if got == case["want"] else f"expected {case['want']:,}, got {got!r}")
+
+
+def check_six_line_forward(fn: Callable) -> Check:
+    """fn(model, idx) -> logits (B, T, vocab), written from the model's parts (token_embedding,
+    position_embedding, blocks, final_norm) as the documents' six lines."""
+    cases = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        m = Andrea(_small()).eval()
+        idx = torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(seed))
+        cases.append({"args": (m, idx), "desc": f"seed {seed}", "want": m(idx).detach()})
+    return _run("check_six_line_forward", cases, fn,
+                lambda got, case: _close(got.detach() if isinstance(got, torch.Tensor) else got, case["want"], 1e-5))
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 7
+# ---------------------------------------------------------------------------------------------
+def check_cait_init(fn: Callable) -> Check:
+    """fn(depth) -> LayerScale's initial lambda as CaiT chose it: 0.1 up to depth 18, 1e-5 at 24,
+    1e-6 deeper."""
+    from .analysis import cait_init
+
+    cases = [{"args": (d,), "desc": f"depth {d}", "want": cait_init(d)} for d in (1, 12, 18, 24, 36, 48, 96)]
+    return _run("check_cait_init", cases, fn,
+                lambda got, case: None if isinstance(got, (int, float)) and math.isclose(got, case["want"], rel_tol=1e-9)
+                else f"expected {case['want']:g}, got {got!r}")
+
+
+def check_layerscale_sublayer(fn: Callable) -> Check:
+    """fn(x, f, ln, lam) -> the pre-norm sublayer with LayerScale, x + lam * f(ln(x)), where lam is
+    a vector of shape (d_model,)."""
+    from .layers import Block
+
+    cases = []
+    for seed, lam in ((0, 1e-2), (1, 0.5)):
+        torch.manual_seed(seed)
+        blk = Block(_small(layerscale=lam))
+        with torch.no_grad():
+            blk.ls_1.scale.mul_(torch.linspace(0.5, 1.5, 32))  # a genuinely per-channel lambda
+        x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(seed))
+        want = (x + blk.ls_1(blk.attn(blk.ln_1(x)))).detach()
+        cases.append({"args": (x, blk.attn, blk.ln_1, blk.ls_1.scale.detach()), "desc": f"lambda around {lam}", "want": want})
+    return _run("check_layerscale_sublayer", cases, fn,
+                lambda got, case: _close(got.detach() if isinstance(got, torch.Tensor) else got, case["want"], 1e-6))

@@ -85,7 +85,7 @@ def layerscale_depth(n_layer: int = 48, values=(None, 1e-1, 1e-4, 1e-6), progres
     """Chapter 7: a deep, narrow pre-norm stack with LayerScale off and at several initial lambdas."""
     rows = []
     m0 = replace(BASE, d_model=32, n_head=2, n_layer=n_layer)
-    t = replace(BASE_TRAIN, lr=3e-3, warmup=20, seq_len=32, batch_size=16)
+    t = replace(BASE_TRAIN, steps=250, lr=3e-3, warmup=20, seq_len=32, batch_size=16)
     for lam in values:
         rows.append(run(replace(m0, layerscale=lam), t, {"layerscale": "off" if lam is None else lam}))
         if progress:

@@ -51,7 +51,7 @@ class Andrea(nn.Module):
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.init_std
         if isinstance(module, nn.Linear):
-            if getattr(module, "residual_output", False):
+            if getattr(module, "residual_output", False) and self.config.scale_residual_init:
                 # Each block adds two outputs to the residual stream; scaling their projections
                 # by 1/sqrt(2 * n_layer) keeps the stream's variance from growing with depth.
                 std = std / math.sqrt(2 * self.config.n_layer)

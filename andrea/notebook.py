@@ -72,7 +72,8 @@ class Claim:
 class ClaimsTable:
     """Renders a list of claims as an HTML table (used in every "Checking the claims" section)."""
 
-    COLOURS = {"confirmed": "#009E73", "corrected": "#D55E00", "qualified": "#E69F00", "not testable here": "#666666"}
+    COLOURS = {"confirmed": "#009E73", "corrected": "#D55E00", "qualified": "#E69F00", "not reproduced": "#D55E00",
+               "not testable here": "#666666"}
 
     def __init__(self, claims: list[Claim]):
         self.claims = claims
