@@ -10,6 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 VENDOR := book/_static/vendor/.stamp
+export ANDREA_CACHE ?= $(CURDIR)/.cache/andrea
 
 .PHONY: setup book test lab bench serve clean vendor chromium
 

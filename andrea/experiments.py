@@ -15,7 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -23,7 +26,7 @@ from .config import AndreaConfig
 from .data import cache_dir, load_token_data
 from .train import TrainConfig, train
 
-CACHE_VERSION = 1  # bump when training code changes in a way that changes results
+CACHE_VERSION = 2  # bump when training code changes in a way that changes results
 
 BASE = AndreaConfig(vocab_size=256, context_length=128, d_model=64, n_layer=6, n_head=4)
 BASE_TRAIN = TrainConfig(steps=400, batch_size=16, seq_len=64, lr=3e-3, warmup=50, eval_every=50, eval_batches=8)
@@ -35,13 +38,18 @@ def _key(model_cfg: AndreaConfig, train_cfg: TrainConfig, data_name: str) -> str
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def run(model_cfg: AndreaConfig, train_cfg: TrainConfig, label: dict, tokenizer: str = "bytes") -> dict:
-    """Train one model (or read its cached result); returns a row: label, history, summary numbers."""
+def _path(model_cfg: AndreaConfig, train_cfg: TrainConfig, tokenizer: str) -> Path:
     folder = cache_dir() / "experiments"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{_key(model_cfg, train_cfg, tokenizer)}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
+    return folder / f"{_key(model_cfg, train_cfg, tokenizer)}.json"
+
+
+def _train_one(spec) -> dict:
+    """Train one run (in a worker process, on one CPU thread) and cache its row."""
+    import torch
+
+    model_cfg, train_cfg, label, tokenizer = spec
+    torch.set_num_threads(1)
     data = load_token_data(tokenizer)
     t0 = time.perf_counter()
     res = train(model_cfg, train_cfg, data, device="cpu", progress=False)
@@ -61,45 +69,65 @@ def run(model_cfg: AndreaConfig, train_cfg: TrainConfig, label: dict, tokenizer:
         "model": model_cfg.to_dict(),
         "train": asdict(train_cfg),
     }
-    tmp = path.with_suffix(".tmp")
+    path = _path(model_cfg, train_cfg, tokenizer)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(row))
     tmp.replace(path)
     return row
 
 
+def run_all(specs: list, progress=None) -> list[dict]:
+    """Rows for a list of runs (model config, train config, label[, tokenizer]), in order.
+
+    Cached runs are read from disk; the others are trained in worker processes, one CPU thread
+    each, as many at a time as there are cores (up to 4). Small models spend most of their time in
+    per-operation overhead, which a second thread barely helps but a second process halves. Every
+    run always trains on one thread, so a result does not depend on the machine's core count.
+    """
+    specs = [tuple(s) + ("bytes",) * (4 - len(s)) for s in specs]
+    rows: list = [None] * len(specs)
+    todo = []
+    for i, (m, t, label, tok) in enumerate(specs):
+        path = _path(m, t, tok)
+        if path.is_file():
+            rows[i] = {**json.loads(path.read_text()), **label}
+        else:
+            todo.append(i)
+    if todo:
+        load_token_data("bytes")  # build the shared caches once, before the workers start
+        workers = max(1, min(4, os.cpu_count() or 1, len(todo)))
+        ctx = multiprocessing.get_context("spawn")  # safe inside Jupyter kernels and threads
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            for i, row in zip(todo, pool.map(_train_one, [specs[i] for i in todo])):
+                rows[i] = row
+                if progress:
+                    progress(row)
+    return rows
+
+
+def run(model_cfg: AndreaConfig, train_cfg: TrainConfig, label: dict, tokenizer: str = "bytes") -> dict:
+    """Train one model (or read its cached result); returns a row: label, history, summary numbers."""
+    return run_all([(model_cfg, train_cfg, label, tokenizer)])[0]
+
+
 def norm_and_warmup(lrs=(1e-3, 3e-3), n_layer: int = 6, progress=None) -> list[dict]:
     """Chapter 3: pre-norm vs post-norm, each with and without warmup, at two peak learning rates."""
-    rows = []
-    for lr in lrs:
-        for norm in ("pre", "post"):
-            for warmup in (0, BASE_TRAIN.warmup):
-                m = replace(BASE, norm=norm, n_layer=n_layer)
-                t = replace(BASE_TRAIN, lr=lr, warmup=warmup)
-                rows.append(run(m, t, {"norm": norm, "warmup": warmup, "lr": lr}))
-                if progress:
-                    progress(rows[-1])
-    return rows
+    specs = [(replace(BASE, norm=norm, n_layer=n_layer), replace(BASE_TRAIN, lr=lr, warmup=warmup),
+              {"norm": norm, "warmup": warmup, "lr": lr})
+             for lr in lrs for norm in ("pre", "post") for warmup in (0, BASE_TRAIN.warmup)]
+    return run_all(specs, progress)
 
 
 def layerscale_depth(n_layer: int = 48, values=(None, 1e-1, 1e-4, 1e-6), progress=None) -> list[dict]:
     """Chapter 7: a deep, narrow pre-norm stack with LayerScale off and at several initial lambdas."""
-    rows = []
     m0 = replace(BASE, d_model=32, n_head=2, n_layer=n_layer)
     t = replace(BASE_TRAIN, steps=250, lr=3e-3, warmup=20, seq_len=32, batch_size=16)
-    for lam in values:
-        rows.append(run(replace(m0, layerscale=lam), t, {"layerscale": "off" if lam is None else lam}))
-        if progress:
-            progress(rows[-1])
-    return rows
+    specs = [(replace(m0, layerscale=lam), t, {"layerscale": "off" if lam is None else lam}) for lam in values]
+    return run_all(specs, progress)
 
 
 def gelu_vs_relu(progress=None) -> list[dict]:
-    """Chapter 5: the same model with GELU (tanh) and with ReLU; equal parameter counts."""
-    rows = []
-    for act in ("gelu_tanh", "relu"):
-        for seed in (0, 1):
-            rows.append(run(replace(BASE, activation=act, n_layer=4), replace(BASE_TRAIN, steps=300, seed=seed),
-                            {"activation": act, "seed": seed}))
-            if progress:
-                progress(rows[-1])
-    return rows
+    """Chapter 5: the same model with GELU (tanh) and with ReLU; equal parameter counts, two seeds."""
+    specs = [(replace(BASE, activation=act, n_layer=4), replace(BASE_TRAIN, steps=300, seed=seed),
+              {"activation": act, "seed": seed}) for act in ("gelu_tanh", "relu") for seed in (0, 1)]
+    return run_all(specs, progress)

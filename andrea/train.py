@@ -74,7 +74,8 @@ def make_optimizer(model: torch.nn.Module, t: TrainConfig) -> torch.optim.AdamW:
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": t.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2))
+    # foreach: one fused update over all tensors (PyTorch's default on CUDA; faster on the CPU too)
+    return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), foreach=True)
 
 
 @dataclass

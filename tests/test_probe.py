@@ -47,7 +47,7 @@ def test_boundaries_are_what_the_design_says():
     loss = torch.nn.functional.cross_entropy((m.final_norm(x) @ m.token_embedding.weight.T).reshape(-1, 101), tgt.reshape(-1))
     loss.backward()
     assert np.isclose(r.grad_rms[-1], float(x.grad.pow(2).mean().sqrt()), rtol=1e-5)
-    assert np.isclose(r.loss, float(loss), rtol=1e-6)
+    assert np.isclose(r.loss, loss.item(), rtol=1e-6)
 
 
 def test_hooks_removed_and_state_restored_when_forward_raises():

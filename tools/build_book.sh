@@ -4,6 +4,7 @@
 # dropped whenever the andrea package changes, since a chapter's outputs depend on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export ANDREA_CACHE="${ANDREA_CACHE:-$PWD/.cache/andrea}"   # tokenizer, experiment results, explorer grid
 mkdir -p _build
 hash=$(cat andrea/*.py | sha256sum | cut -c1-16)
 if [ "$(cat _build/.andrea-hash 2>/dev/null)" != "$hash" ]; then

@@ -1,0 +1,217 @@
+"""The built site, opened in a real headless Chromium with the network blocked.
+
+Needs _build/html (``make test`` builds it first) and Debian's chromium (``.ci/run`` installs it;
+on a laptop: ``sudo apt-get install chromium``).
+"""
+
+import functools
+import http.server
+import re
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from conftest import SITE, need
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def site_pages():
+    if not SITE.exists():
+        return []
+    return sorted(str(p.relative_to(SITE)) for p in list(SITE.glob("book/*.html")) + list(SITE.glob("notebooks/*.html")))
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A page opened with every non-localhost request blocked and recorded."""
+
+    def __init__(self, browser, base, path):
+        self.ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.external, self.errors, self.failed = [], [], []
+        self.ctx.route("**/*", self._route(base))
+        self.page = self.ctx.new_page()
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("response", lambda r: self.failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        self.page.goto(base + path, wait_until="load")
+        self.page.wait_for_load_state("networkidle")
+
+    def _route(self, base):
+        def handle(route):
+            url = route.request.url
+            if url.startswith(base) or url.startswith("data:") or url.startswith("blob:"):
+                route.continue_()
+            else:
+                self.external.append(url)
+                route.abort()
+        return handle
+
+    def close(self):
+        self.ctx.close()
+
+
+@pytest.mark.parametrize("path", site_pages() or ["book/intro.html"])
+def test_page_offline_clean(browser, server, path):
+    p = Page(browser, server, path)
+    try:
+        pg = p.page
+        if pg.locator(".math").count() or pg.locator("div.math").count():
+            pg.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=20000)
+            assert pg.locator("mjx-container").count() >= pg.locator("span.math, div.math").count()
+            assert pg.locator("mjx-merror").count() == 0
+        imgs = pg.locator("main img")
+        for i in range(imgs.count()):
+            img = imgs.nth(i)
+            assert (img.get_attribute("alt") or "").strip(), f"image without alt text: {img.get_attribute('src')}"
+            assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"image did not load: {img.get_attribute('src')}"
+        for el in pg.locator(".andrea-explorer").all():
+            pg.wait_for_function("e => e.getAttribute('data-ready') === '1'", arg=el.element_handle(), timeout=20000)
+        assert p.external == [], f"requests left localhost: {p.external}"
+        assert p.failed == [], f"failed requests: {p.failed}"
+        assert p.errors == [], f"console errors: {p.errors}"
+    finally:
+        p.close()
+
+
+def test_chapter_figures_are_numbered_with_captions(site):
+    for name in ("book/01_residual.html", "book/03_prenorm_postnorm.html", "book/07_layerscale.html"):
+        html = (site / name).read_text()
+        assert re.search(r'<span class="caption-number">Fig\. \d+\.\d+ </span>', html), name
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+
+
+def test_every_internal_link_resolves(site):
+    parsed = {}
+
+    def parse(path):
+        if path not in parsed:
+            p = _Links()
+            p.feed(path.read_text(errors="replace"))
+            parsed[path] = p
+        return parsed[path]
+
+    broken = []
+    pages = list(site.glob("*.html")) + list(site.glob("book/*.html")) + list(site.glob("notebooks/*.html"))
+    for page in pages:
+        for href in parse(page).links:
+            u = urlparse(href)
+            if u.scheme or href.startswith("mailto:") or href.startswith("javascript:"):
+                continue
+            target = page if not u.path else (page.parent / unquote(u.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(site)} -> {href}")
+                continue
+            if u.fragment and target.suffix == ".html" and u.fragment not in parse(target).ids:
+                broken.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
+    assert broken == []
+
+
+def test_search_works_offline(browser, server):
+    p = Page(browser, server, "search.html?q=LayerNorm")
+    try:
+        p.page.wait_for_selector("#search-results li", timeout=20000)
+        assert p.page.locator("#search-results li").count() >= 3
+        assert p.external == []
+    finally:
+        p.close()
+
+
+def _explorer_state(pg, el_id):
+    return pg.evaluate("""id => {
+        const el = document.getElementById(id);
+        const lines = [...el.querySelectorAll('g.mark-line.role-mark path')].map(p => p.getAttribute('d'));
+        const text = [...el.querySelectorAll('g.mark-text.role-mark text')].map(t => t.textContent).join(' ');
+        const points = el.querySelectorAll('g.mark-symbol.role-mark path').length;
+        return {lines, text, points};
+    }""", el_id)
+
+
+def test_static_explorer_controls_change_the_plotted_data(browser, server):
+    from andrea.static_explorer import cached_grid_rows
+
+    rows = cached_grid_rows()
+    expected = {(r["lam"], r["depth"], r["norm"]): r["ratio"] for r in rows if r["boundary"] == 0}
+    p = Page(browser, server, "book/07_layerscale.html")
+    try:
+        pg = p.page
+        el_id = "andrea-explorer-ch7"
+        pg.wait_for_function(f"document.getElementById('{el_id}').getAttribute('data-ready') === '1'", timeout=20000)
+        s0 = _explorer_state(pg, el_id)
+        assert f"{expected[('1e-06', 48, 'pre')]:.3g}" in s0["text"]
+        assert s0["points"] == 2 * (48 + 1)  # two panels, one point per boundary of the current setting
+
+        pg.select_option(f"#{el_id} select[name=lam]", "off")
+        pg.wait_for_timeout(300)
+        s1 = _explorer_state(pg, el_id)
+        assert s1["lines"] != s0["lines"], "moving the λ control did not change the plotted curves"
+        assert f"{expected[('off', 48, 'pre')]:.3g}" in s1["text"]
+
+        pg.select_option(f"#{el_id} select[name=depth]", "8")
+        pg.wait_for_timeout(300)
+        s2 = _explorer_state(pg, el_id)
+        assert s2["lines"] != s1["lines"], "moving the depth control did not change the plotted curves"
+        assert s2["points"] == 2 * (8 + 1)
+        assert f"{expected[('off', 8, 'pre')]:.3g}" in s2["text"]
+
+        pg.check(f"#{el_id} input[name=norm][value=post]")
+        pg.wait_for_timeout(300)
+        s3 = _explorer_state(pg, el_id)
+        assert s3["lines"] != s2["lines"]
+        assert f"{expected[('off', 8, 'post')]:.3g}" in s3["text"]
+        assert p.errors == [] and p.external == []
+    finally:
+        p.close()
+
+
+def test_build_log_is_clean(site):
+    log = (site.parent / "book-build.log").read_text()
+    assert (site.parent / "book-build.ok").exists(), "the last build did not finish"
+    sphinx_warnings = [line for line in log.splitlines() if "WARNING" in line and "IPKernelApp" not in line]
+    assert sphinx_warnings == []
+    assert "Executing notebook failed" not in log
