@@ -17,6 +17,7 @@ import json
 import math
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
@@ -97,11 +98,19 @@ def run_all(specs: list, progress=None) -> list[dict]:
         load_token_data("bytes")  # build the shared caches once, before the workers start
         workers = max(1, min(4, os.cpu_count() or 1, len(todo)))
         ctx = multiprocessing.get_context("spawn")  # safe inside Jupyter kernels and threads
+        from tqdm import tqdm
+
+        from .notebook import show_progress
+
+        bar = tqdm(total=len(todo), desc=f"training {len(todo)} runs ({workers} at a time)", unit="run",
+                   disable=not show_progress(), file=sys.stderr)
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             for i, row in zip(todo, pool.map(_train_one, [specs[i] for i in todo])):
                 rows[i] = row
+                bar.update(1)
                 if progress:
                     progress(row)
+        bar.close()
     return rows
 
 

@@ -36,6 +36,14 @@ def glue(name: str, value: Any, fmt: str | None = None) -> None:
     _glue(name, shown, display=False)
 
 
+def show_progress() -> bool:
+    """Progress bars for readers running a notebook, not in the book's build (which sets
+    ANDREA_BOOK_BUILD=1) where they would end up as text in the page."""
+    import os
+
+    return os.environ.get("ANDREA_BOOK_BUILD") != "1"
+
+
 def setup(seed: int = 0, threads: int | None = None) -> str:
     """Seed everything, keep torch to the machine's cores, pick the device; returns the device."""
     import os

@@ -71,3 +71,19 @@ def test_config_is_offline_and_strict():
     assert s["mathjax_path"].startswith("vendor/")
     assert all(js.startswith("vendor/") for js in s["html_js_files"])
     assert CONFIG["execute"]["allow_errors"] is False and CONFIG["launch_buttons"]["thebe"] is False
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_colab_copy_is_in_sync(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_colab", ROOT / "tools" / "sync_colab.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    copy = ROOT / "colab" / f"{path.stem}.ipynb"
+    assert copy.exists(), f"run tools/sync_colab.py: {copy.name} is missing"
+    committed = json.loads(copy.read_text())
+    fresh = mod.colab_notebook(path)
+    assert ["".join(c["source"]) for c in committed["cells"]] == [c.source for c in fresh.cells], \
+        f"colab/{copy.name} is out of date: run tools/sync_colab.py"
+    assert all(c.get("outputs", []) == [] for c in committed["cells"] if c["cell_type"] == "code")

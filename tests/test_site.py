@@ -215,3 +215,23 @@ def test_build_log_is_clean(site):
     sphinx_warnings = [line for line in log.splitlines() if "WARNING" in line and "IPKernelApp" not in line]
     assert sphinx_warnings == []
     assert "Executing notebook failed" not in log
+
+
+def test_launch_buttons_open_notebooks_that_exist(site):
+    """Binder opens the page's source (jupytext reads the .md chapters); Colab only opens .ipynb."""
+    import yaml
+
+    repo = yaml.safe_load((SITE.parents[1] / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    gh = repo.replace("https://github.com/", "")
+    root = SITE.parents[1]
+    pages = list(site.glob("book/0*.html")) + list(site.glob("notebooks/*.html"))
+    assert pages
+    for page in pages:
+        html = page.read_text()
+        colab = re.findall(r'href="https://colab\.research\.google\.com/github/' + re.escape(gh) + r'/blob/main/([^"]+)"', html)
+        binder = re.findall(r'href="https://mybinder\.org/v2/gh/' + re.escape(gh) + r'/main\?urlpath=lab/tree/([^"]+)"', html)
+        assert colab and binder, page.name
+        for path in colab:
+            assert path.endswith(".ipynb") and (root / path).is_file(), f"{page.name}: Colab link to {path}"
+        for path in binder:
+            assert (root / path).is_file(), f"{page.name}: Binder link to {path}"

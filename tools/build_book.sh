@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ANDREA_CACHE="${ANDREA_CACHE:-$PWD/.cache/andrea}"   # tokenizer, experiment results, explorer grid
+export ANDREA_BOOK_BUILD=1   # no progress bars in the executed pages
 mkdir -p _build
 hash=$(cat andrea/*.py | sha256sum | cut -c1-16)
 if [ "$(cat _build/.andrea-hash 2>/dev/null)" != "$hash" ]; then

@@ -137,7 +137,7 @@ from dataclasses import replace
 import torch
 from andrea import Andrea, count_parameters, gradient_flow
 from andrea.data import load_token_data, python_docs_corpus, corpus_stats
-from andrea.notebook import setup
+from andrea.notebook import setup, show_progress
 from andrea.train import PRESETS, sample, train
 from andrea import plots
 device = setup(seed=0)
@@ -170,7 +170,7 @@ model_cfg, train_cfg, _ = PRESETS["tiny"]
 model_cfg = replace(model_cfg, vocab_size=data.vocab_size)
 train_cfg = replace(train_cfg, steps=200, eval_every=50)
 print(f"{count_parameters(model_cfg)['total']:,} parameters")
-result = train(model_cfg, train_cfg, data, device=device, progress=False)
+result = train(model_cfg, train_cfg, data, device=device, progress=show_progress())
 h = result.history
 print(f"loss {h['loss'][0]:.2f} -> {h['loss'][-1]:.2f};  validation {h['val_loss']};  {result.tokens_per_s:,.0f} tokens/s")
 """),
@@ -214,6 +214,8 @@ your own text (`load_token_data("bpe", path="my.txt")`) and look again.
 
 
 def write(name, cells):
+    for i, cell in enumerate(cells):
+        cell.id = f"{name.split('_')[0]}-{i:02d}"  # stable ids: regenerating gives a clean diff
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
