@@ -59,6 +59,7 @@ class GradientFlowExplorer(W.VBox):
         self.report = None
         self.reference = None
         self.figure_data: dict = {}
+        self._png: dict = {}  # rendered figure per setting: a setting seen before is shown instantly
         self._fig = plt.figure(figsize=(9, 3.6))
         plt.close(self._fig)  # drawn into by us only; never shown by the inline backend
         for w in self.controls.values():
@@ -88,9 +89,14 @@ class GradientFlowExplorer(W.VBox):
         self.report = E.probe(s, self.device, self.cache)
         self.reference = E.probe(s.reference(), self.device, self.cache) if s.reference() != s else None
         cached = self.cache.hits - hits == (2 if self.reference is not None else 1)
-        fig = gradient_flow_figure(self.report, self.reference, title=s.label(), device=self.device, seed=s.seed,
-                                   fig=self._fig)
-        self.image.value = fig_to_png(fig)
+        png = self._png.get(s) if cached else None
+        if png is None:
+            fig = gradient_flow_figure(self.report, self.reference, title=s.label(), device=self.device, seed=s.seed,
+                                       fig=self._fig)
+            png = self._png[s] = fig_to_png(fig)
+            if len(self._png) > self.cache.maxsize:
+                self._png.pop(next(iter(self._png)))  # drop the oldest
+        self.image.value = png
         r = self.report
         self.figure_data = {"setting": s, "grad_rms": r.grad_rms.copy(), "act_rms": r.act_rms.copy(),
                             "status": r.status,
