@@ -7,7 +7,7 @@ reproduced by calling the same function with the same arguments.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -221,8 +221,6 @@ def trace_token(model: Andrea, idx: torch.Tensor, position: int, batch_row: int 
 def attention_entropy(model: Andrea, idx: torch.Tensor) -> np.ndarray:
     """Mean entropy (nats) of each block's causal attention distributions, relative to the
     entropy of uniform attention over the visible tokens (1 = uniform). Shape (n_layer,)."""
-    from .layers import attention_reference  # noqa: F401  (same formula, written out below)
-
     x = model.embed(idx)
     T = idx.size(1)
     uniform = torch.log(torch.arange(1, T + 1, dtype=torch.float64))  # entropy of uniform over t+1 tokens

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import os
 import sysconfig
 from dataclasses import dataclass
@@ -236,9 +235,3 @@ def load_token_data(tokenizer: str = "bpe", path: Optional[Union[str, Path]] = N
 
 def corpus_stats(text: str) -> dict:
     return {"characters": len(text), "bytes": len(text.encode("utf-8")), "words": len(text.split())}
-
-
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj))
-    tmp.replace(path)

@@ -12,7 +12,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Optional
 
-import numpy as np
 import torch
 
 from .config import ANDREA_120M, AndreaConfig
@@ -156,9 +155,3 @@ def summary(report: GradientReport) -> str:
         return "vanished: no gradient reaches the embeddings (it underflowed to 0)"
     return (f"gradient RMS at the embeddings / at the top of the stack = {report.grad_ratio:.3g}×   "
             f"(loss {report.loss:.3f})")
-
-
-def finite_or_nan(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, dtype=float).copy()
-    a[~np.isfinite(a) | (a <= 0)] = np.nan
-    return a

@@ -42,7 +42,8 @@ def provenance(fig, device: str = "cpu", seed: Optional[int] = 0, extra: str = "
     fig.text(0.995, 0.005, " · ".join(bits), ha="right", va="bottom", fontsize=7, color="#666666")
 
 
-def _positive(a) -> np.ndarray:
+def positive(a) -> np.ndarray:
+    """Values for a log axis: non-positive and non-finite entries become NaN (a gap in the line)."""
     a = np.asarray(a, dtype=float).copy()
     a[~np.isfinite(a) | (a <= 0)] = np.nan
     return a
@@ -64,9 +65,9 @@ def gradient_flow_figure(report: GradientReport, reference: Optional[GradientRep
               ("act_rms", "residual-stream RMS", "size of the residual stream")]
     for ax, (field, ylabel, sub) in zip(axes, panels):
         if reference is not None:
-            ax.plot(np.arange(reference.n_layer + 1), _positive(getattr(reference, field)), color=REFERENCE_GREY,
+            ax.plot(np.arange(reference.n_layer + 1), positive(getattr(reference, field)), color=REFERENCE_GREY,
                     lw=2.5, alpha=0.6, label=reference_label)
-        y = _positive(getattr(report, field))
+        y = positive(getattr(report, field))
         xs = np.arange(report.n_layer + 1)
         ax.plot(xs, y, color=PALETTE[0], lw=2, marker="o" if report.n_layer <= 24 else None, ms=3, label=label)
         if np.isfinite(y).any():
@@ -133,7 +134,7 @@ def line_figure(x, series: dict, xlabel: str, ylabel: str, title: str = "", logx
     fig, ax = plt.subplots(figsize=figsize)
     for i, (name, y) in enumerate(series.items()):
         ls = (styles or {}).get(name, "-")
-        ax.plot(x, _positive(y) if logy else y, marker="o" if markers else None, ms=3.5, lw=1.8, ls=ls,
+        ax.plot(x, positive(y) if logy else y, marker="o" if markers else None, ms=3.5, lw=1.8, ls=ls,
                 color=PALETTE[i % len(PALETTE)], label=name)
     if logx:
         ax.set_xscale("log", base=2 if all(float(v).is_integer() for v in x) else 10)
