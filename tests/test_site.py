@@ -162,6 +162,12 @@ def test_search_works_offline(browser, server):
         p.close()
 
 
+def _wait_for_text(pg, el_id, text):
+    """Wait (up to 10 s) until the explorer's readout shows ``text``: Vega re-renders asynchronously."""
+    pg.wait_for_function("""([id, text]) => [...document.getElementById(id).querySelectorAll('g.mark-text.role-mark text')]
+                               .some(t => t.textContent.includes(text))""", arg=[el_id, text], timeout=10000)
+
+
 def _explorer_state(pg, el_id):
     return pg.evaluate("""id => {
         const el = document.getElementById(id);
@@ -187,20 +193,20 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
         assert s0["points"] == 2 * (48 + 1)  # two panels, one point per boundary of the current setting
 
         pg.select_option(f"#{el_id} select[name=lam]", "off")
-        pg.wait_for_timeout(300)
+        _wait_for_text(pg, el_id, f"{expected[('off', 48, 'pre')]:.3g}")
         s1 = _explorer_state(pg, el_id)
         assert s1["lines"] != s0["lines"], "moving the λ control did not change the plotted curves"
         assert f"{expected[('off', 48, 'pre')]:.3g}" in s1["text"]
 
         pg.select_option(f"#{el_id} select[name=depth]", "8")
-        pg.wait_for_timeout(300)
+        _wait_for_text(pg, el_id, f"{expected[('off', 8, 'pre')]:.3g}")
         s2 = _explorer_state(pg, el_id)
         assert s2["lines"] != s1["lines"], "moving the depth control did not change the plotted curves"
         assert s2["points"] == 2 * (8 + 1)
         assert f"{expected[('off', 8, 'pre')]:.3g}" in s2["text"]
 
         pg.check(f"#{el_id} input[name=norm][value=post]")
-        pg.wait_for_timeout(300)
+        _wait_for_text(pg, el_id, f"{expected[('off', 8, 'post')]:.3g}")
         s3 = _explorer_state(pg, el_id)
         assert s3["lines"] != s2["lines"]
         assert f"{expected[('off', 8, 'post')]:.3g}" in s3["text"]
