@@ -13,11 +13,3 @@ def pick_device() -> str:
     if mps is not None and mps.is_available():
         return "mps"
     return "cpu"
-
-
-def describe(device: str | torch.device) -> str:
-    """A short human name for a device, for provenance lines under figures."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return device.type

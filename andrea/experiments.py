@@ -114,11 +114,6 @@ def run_all(specs: list, progress=None) -> list[dict]:
     return rows
 
 
-def run(model_cfg: AndreaConfig, train_cfg: TrainConfig, label: dict, tokenizer: str = "bytes") -> dict:
-    """Train one model (or read its cached result); returns a row: label, history, summary numbers."""
-    return run_all([(model_cfg, train_cfg, label, tokenizer)])[0]
-
-
 def norm_and_warmup(lrs=(1e-3, 3e-3), n_layer: int = 6, progress=None) -> list[dict]:
     """Chapter 3: pre-norm vs post-norm, each with and without warmup, at two peak learning rates."""
     specs = [(replace(BASE, norm=norm, n_layer=n_layer), replace(BASE_TRAIN, lr=lr, warmup=warmup),

@@ -7,7 +7,6 @@ versions, device, seed) so a reader can reproduce the figure.
 
 from __future__ import annotations
 
-import math
 from typing import Iterable, Optional, Sequence
 
 import matplotlib
@@ -200,16 +199,3 @@ def fig_to_png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     return buf.getvalue()
-
-
-def close(fig) -> None:
-    plt.close(fig)
-
-
-def nice(x: float) -> str:
-    """A number for prose: 3 significant digits, thousands separators for big integers."""
-    if isinstance(x, (int, np.integer)) or (isinstance(x, float) and x.is_integer() and abs(x) >= 1000):
-        return f"{int(x):,}"
-    if x == 0 or not math.isfinite(x):
-        return str(x)
-    return f"{x:.3g}"

@@ -37,8 +37,7 @@ class GradientReport:
     def grad_ratio(self) -> float:
         """grad RMS at the embeddings / grad RMS at the top of the stack (1 = perfectly even)."""
         top = self.grad_rms[-1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return float(self.grad_rms[0] / top) if top != 0 else float("nan")
+        return float(self.grad_rms[0] / top) if top != 0 else float("nan")
 
     @property
     def status(self) -> str:
