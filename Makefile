@@ -1,8 +1,11 @@
 # ANDREA book. Every target sets up what it needs (the .venv, the vendored JavaScript) by itself.
 #   make book    set up and build the book into _build/html (warnings are errors)
-#   make test    set up, build the book, and run every test (package, widgets, chapters, site)
+#   make test    set up, check style and types, build the book, run every test (package, widgets,
+#                chapters, the site in Chromium, the labs in JupyterLab, the stored results)
 #   make lab     set up and open the labs in JupyterLab
 #   make bench   set up and print the benchmark tables
+#   make experiments  set up and (re)run the training grids whose stored results are missing or stale
+#   make gpu-check    set up and check every CUDA path (on a machine with a GPU; skips cleanly without one)
 #   make serve   serve the built site on http://localhost:8000
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -12,16 +15,17 @@ STAMP := $(VENV)/.installed-stamp
 VENDOR := book/_static/vendor/.stamp
 export ANDREA_CACHE ?= $(CURDIR)/.cache/andrea
 
-.PHONY: setup book test lab bench serve clean vendor chromium
+.PHONY: setup book test lab bench serve clean vendor chromium experiments gpu-check
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@echo "== setting up $(VENV) (Python packages from requirements.txt)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (andrea)" >/dev/null
+	@mkdir -p $(VENV)/share/jupyter/lab/settings && cp tools/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	@touch $@
 
 vendor: $(VENDOR)
@@ -36,14 +40,25 @@ book: $(STAMP) $(VENDOR)
 	@bash tools/build_book.sh
 
 test: $(STAMP) $(VENDOR) chromium
+	@echo "== style and types (ruff, mypy)"
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	@bash tools/build_book.sh
 	$(PY) -m pytest
 
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab --config=tools/jupyter_lab_config.py notebooks/
 
-bench: $(STAMP)
+bench: $(STAMP) chromium
 	$(PY) -m andrea.bench
+	$(PY) tools/labui.py --bench
+
+experiments: $(STAMP)
+	$(PY) -m andrea.experiments
+
+gpu-check: $(STAMP)
+	$(PY) tools/gpu_check.py
 
 serve:
 	@test -f _build/html/index.html || { echo "No built book: run 'make book' first."; exit 1; }

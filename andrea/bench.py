@@ -40,8 +40,12 @@ def _alternate(fa, fb, rounds=5, warmup=2):
         fa(), fb()
     ta, tb = [], []
     for _ in range(rounds):
-        t0 = time.perf_counter(); fa(); ta.append(time.perf_counter() - t0)  # noqa: E702
-        t0 = time.perf_counter(); fb(); tb.append(time.perf_counter() - t0)  # noqa: E702
+        t0 = time.perf_counter()
+        fa()
+        ta.append(time.perf_counter() - t0)  # noqa: E702
+        t0 = time.perf_counter()
+        fb()
+        tb.append(time.perf_counter() - t0)  # noqa: E702
     return statistics.median(ta), statistics.median(tb)
 
 
@@ -53,9 +57,14 @@ class ReferenceStack(nn.Module):
         super().__init__()
         self.tok = nn.Embedding(c.vocab_size, c.d_model)
         self.pos = nn.Embedding(c.context_length, c.d_model)
-        self.layers = nn.ModuleList([
-            nn.TransformerEncoderLayer(c.d_model, c.n_head, c.d_hidden, dropout=0.0, activation="gelu",
-                                       batch_first=True, norm_first=True) for _ in range(c.n_layer)])
+        self.layers = nn.ModuleList(
+            [
+                nn.TransformerEncoderLayer(
+                    c.d_model, c.n_head, c.d_hidden, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+                )
+                for _ in range(c.n_layer)
+            ]
+        )
         self.norm = nn.LayerNorm(c.d_model)
 
     def forward(self, idx):
@@ -93,6 +102,7 @@ def bench_vs_reference(rows):
             logits = model(idx)
             F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1)).backward()
             model.zero_grad(set_to_none=True)
+
         return run
 
     t_ours, t_ref = _alternate(step(ours), step(ref), rounds=7)
@@ -100,10 +110,22 @@ def bench_vs_reference(rows):
     flops = step_flops(c, B, T)
     rows.append(("fwd+bwd tokens/s, Andrea (d768, L2, T256, B4)", f"{B * T / t_ours:,.0f}", ""))
     rows.append(("fwd+bwd tokens/s, nn.TransformerEncoderLayer reference", f"{B * T / t_ref:,.0f}", ""))
-    rows.append(("  ratio Andrea / reference (goal >= 1.0)", f"{t_ref / t_ours:.2f}", "PASS" if t_ref / t_ours >= 1.0 else "below goal"))
+    rows.append(
+        (
+            "  ratio Andrea / reference (goal >= 1.0)",
+            f"{t_ref / t_ours:.2f}",
+            "PASS" if t_ref / t_ours >= 1.0 else "below goal",
+        )
+    )
     rows.append(("fp32 matmul peak (2048^3 torch.mm), GFLOP/s", f"{peak / 1e9:,.1f}", ""))
     rows.append(("Andrea step GFLOP/s", f"{flops / t_ours / 1e9:,.1f}", ""))
-    rows.append(("  fraction of matmul peak (goal >= 0.8)", f"{flops / t_ours / peak:.2f}", "PASS" if flops / t_ours / peak >= 0.8 else "below goal"))
+    rows.append(
+        (
+            "  fraction of matmul peak (goal >= 0.8)",
+            f"{flops / t_ours / peak:.2f}",
+            "PASS" if flops / t_ours / peak >= 0.8 else "below goal",
+        )
+    )
 
 
 def bench_probe(rows):
@@ -112,27 +134,50 @@ def bench_probe(rows):
     m = Andrea(cfg)
     idx, tgt = random_batch(cfg.vocab_size, 4, 64)
     t = statistics.median(_timeit(lambda: gradient_flow(m, idx, tgt), reps=9))
-    rows.append(("gradient_flow latency, depth 48, d128, T64, B4 (goal < 250 ms)", f"{t * 1e3:.0f} ms", "PASS" if t < 0.25 else "above goal"))
+    rows.append(
+        (
+            "gradient_flow latency, depth 48, d128, T64, B4 (goal < 250 ms)",
+            f"{t * 1e3:.0f} ms",
+            "PASS" if t < 0.25 else "above goal",
+        )
+    )
 
 
 def bench_explorer(rows):
     from . import explorer as E
-
-    for depth in (12, 48, 96):
-        s = E.Setting(depth=depth)
-        t = statistics.median(_timeit(lambda: E.probe(s, cache=None), warmup=1, reps=5))
-        rows.append((f"explorer update (fresh model + probe), depth {depth}, width {E.DEFAULT_WIDTH}", f"{t * 1e3:.0f} ms", ""))
     from .widgets import GradientFlowExplorer
 
+    for depth in (12, 48, 96):
+        s = E.Setting(depth=depth + 1)  # off the shipped grid: a fresh model and a probe
+        t = statistics.median(_timeit(lambda: E.measure(s), warmup=1, reps=5))
+        rows.append(
+            (
+                f"explorer probe (fresh model + gradient_flow), depth {depth + 1}, width {E.DEFAULT_WIDTH}",
+                f"{t * 1e3:.0f} ms",
+                "",
+            )
+        )
     w = GradientFlowExplorer(depth=12)
-    times = []
-    for depth in (96, 95, 94):
+    for depth in (12, 48, 96):
+        times = []
+        for d in (depth - 3, depth - 2, depth - 1):  # never seen before, off the grid
+            t0 = time.perf_counter()
+            w.controls["depth"].value = d
+            times.append(time.perf_counter() - t0)
+        t_off = statistics.median(times)
         t0 = time.perf_counter()
-        w.controls["depth"].value = depth
-        times.append(time.perf_counter() - t0)
-    rows.append(("widget update incl. figure, depth 94-96 (uncached; goal well under 1 s)", f"{statistics.median(times) * 1e3:.0f} ms", ""))
+        w.controls["depth"].value = depth  # on the shipped grid
+        t_on = time.perf_counter() - t0
+        rows.append(
+            (
+                f"widget update incl. figure, depth {depth - 3}..{depth - 1} (computed; goal < 0.5 s at 96)",
+                f"{t_off * 1e3:.0f} ms",
+                "PASS" if depth < 96 or t_off < 0.5 else "above goal",
+            )
+        )
+        rows.append((f"widget update, depth {depth} (shipped grid setting)", f"{t_on * 1e3:.0f} ms", ""))
     t0 = time.perf_counter()
-    w.controls["depth"].value = 96
+    w.controls["depth"].value = 95
     rows.append(("widget update, setting seen before (cache)", f"{(time.perf_counter() - t0) * 1e3:.0f} ms", ""))
     t0 = time.perf_counter()
     grid = E.grid_rows()
@@ -140,8 +185,14 @@ def bench_explorer(rows):
     size = len(json.dumps(grid, separators=(",", ":")))
     from .static_explorer import StaticExplorer
 
-    rows.append(("static explorer grid: compute time (goal < 120 s)", f"{t_grid:.1f} s", "PASS" if t_grid < 120 else "above goal"))
-    rows.append(("static explorer: grid JSON / whole embed (goal < 1 MB)", f"{size / 1e3:.0f} kB / {len(StaticExplorer().html()) / 1e3:.0f} kB", ""))
+    rows.append(("static explorer rows from the shipped measurements", f"{t_grid * 1e3:.0f} ms", ""))
+    rows.append(
+        (
+            "static explorer: grid JSON / whole embed (goal < 1 MB)",
+            f"{size / 1e3:.0f} kB / {len(StaticExplorer().html()) / 1e3:.0f} kB",
+            "",
+        )
+    )
 
 
 def bench_120m(rows):
@@ -159,7 +210,9 @@ def bench_120m(rows):
     t = statistics.median(_timeit(run, warmup=1, reps=3))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     rows.append(("ANDREA-120M fwd+bwd, B4 T256, CPU", f"{t:.2f} s ({4 * 256 / t:,.0f} tok/s)", ""))
-    rows.append(("  peak RSS of the process after it", f"{rss / 1024:,.0f} MB (before the model: {rss0 / 1024:,.0f} MB)", ""))
+    rows.append(
+        ("  peak RSS of the process after it", f"{rss / 1024:,.0f} MB (before the model: {rss0 / 1024:,.0f} MB)", "")
+    )
 
 
 def bench_train_tiny(rows):
@@ -168,7 +221,13 @@ def bench_train_tiny(rows):
 
     mc, tc, tok = PRESETS["tiny"]
     data = load_token_data(tok)
-    res = train(replace(mc, vocab_size=data.vocab_size), replace(tc, steps=30, eval_every=1000), data, device="cpu", progress=False)
+    res = train(
+        replace(mc, vocab_size=data.vocab_size),
+        replace(tc, steps=30, eval_every=1000),
+        data,
+        device="cpu",
+        progress=False,
+    )
     rows.append(("training tokens/s, tiny preset, CPU", f"{res.tokens_per_s:,.0f}", ""))
 
 
@@ -195,13 +254,21 @@ def bench_gpu(rows):
             torch.cuda.synchronize()
 
         t = statistics.median(_timeit(step, warmup=3, reps=10))
-        rows.append((f"ANDREA-120M train step, bf16 autocast{', torch.compile' if compiled else ''} ({torch.cuda.get_device_name()})",
-                     f"{B * T / t:,.0f} tok/s", ""))
+        rows.append(
+            (
+                f"ANDREA-120M train step, bf16 autocast{', torch.compile' if compiled else ''} "
+                f"({torch.cuda.get_device_name()})",
+                f"{B * T / t:,.0f} tok/s",
+                "",
+            )
+        )
 
 
 def main() -> int:
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    print(f"andrea benchmarks: torch {torch.__version__}, {torch.get_num_threads()} threads, {sys.platform}", flush=True)
+    print(
+        f"andrea benchmarks: torch {torch.__version__}, {torch.get_num_threads()} threads, {sys.platform}", flush=True
+    )
     rows: list = []
     for fn in (bench_vs_reference, bench_probe, bench_explorer, bench_120m, bench_train_tiny, bench_gpu):
         print(f"  running {fn.__name__} ...", flush=True)

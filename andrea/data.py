@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import os
+import io
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,16 +25,22 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
+from .files import cache_dir, read_cached, source_hash, write_cached
+
 ANDREA_VOCAB = 8449
 EOT = "<|endoftext|>"
 _SKIP_DIRS = {"test", "tests", "site-packages", "dist-packages", "idlelib", "lib2to3", "turtledemo", "__pycache__"}
 
 
-def cache_dir() -> Path:
-    """Where tokenizers, corpora and experiment results are cached ($ANDREA_CACHE or ~/.cache/andrea)."""
-    d = Path(os.environ.get("ANDREA_CACHE") or Path.home() / ".cache" / "andrea")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+def _code() -> str:
+    """The hash of the code that produces this module's caches (checked when a cache is read)."""
+    try:
+        import tokenizers
+
+        tok_version = tokenizers.__version__
+    except ImportError:  # pragma: no cover - a dependency
+        tok_version = "none"
+    return f"{source_hash(['data'])}-tokenizers-{tok_version}"
 
 
 def _stdlib_docstrings() -> list[str]:
@@ -57,18 +63,18 @@ def _stdlib_docstrings() -> list[str]:
 def python_docs_corpus(include_docstrings: bool = True) -> str:
     """Python's own documentation as one string, documents separated by blank lines. Cached."""
     import sys
-
     from pydoc_data import topics
 
     key = f"python-docs-{sys.version_info.major}.{sys.version_info.minor}-{int(include_docstrings)}.txt"
     path = cache_dir() / key
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
+    cached = read_cached(path, _code())
+    if cached is not None:
+        return cached.decode("utf-8")
     parts = [topics.topics[k].strip() for k in sorted(topics.topics)]
     if include_docstrings:
         parts += _stdlib_docstrings()
     text = "\n\n".join(parts) + "\n"
-    path.write_text(text, encoding="utf-8")
+    write_cached(path, text.encode("utf-8"), _code())
     return text
 
 
@@ -130,23 +136,27 @@ class BPETokenizer:
             raise ValueError(f"BPE vocab_size must be at least 257 (256 bytes + {EOT}), got {vocab_size}")
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         path = cache_dir() / f"bpe-{vocab_size}-{digest}.json"
-        if cache and path.is_file():
-            return cls.load(path)
+        cached = read_cached(path, _code()) if cache else None
+        if cached is not None:
+            return cls(Tokenizer.from_str(cached.decode("utf-8")))
         tok = Tokenizer(BPE())
         tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
         tok.decoder = ByteLevelDecoder()
         trainer = BpeTrainer(
-            vocab_size=vocab_size, min_frequency=2, special_tokens=[EOT],
-            initial_alphabet=ByteLevel.alphabet(), show_progress=False,
+            vocab_size=vocab_size,
+            min_frequency=2,
+            special_tokens=[EOT],
+            initial_alphabet=ByteLevel.alphabet(),
+            show_progress=False,
         )
         chunks = text.split("\n\n")
         tok.train_from_iterator(chunks, trainer=trainer)
         if tok.get_vocab_size() != vocab_size:
             raise ValueError(
-                f"the corpus is too small for a vocabulary of {vocab_size}: BPE stopped at {tok.get_vocab_size()} tokens"
+                f"the corpus is too small for a vocabulary of {vocab_size}: BPE stopped at {tok.get_vocab_size()} tokens"  # noqa: E501
             )
         if cache:
-            tok.save(str(path))
+            write_cached(path, tok.to_str().encode("utf-8"), _code())
         return cls(tok)
 
     @classmethod
@@ -176,7 +186,7 @@ class BPETokenizer:
 
 
 def get_tokenizer(kind: str = "bpe", text: Optional[str] = None):
-    """"bpe": ANDREA's 8449-token BPE trained on ``text`` (default: Python's docs); "bytes": 256 bytes."""
+    """ "bpe": ANDREA's 8449-token BPE trained on ``text`` (default: Python's docs); "bytes": 256 bytes."""
     if kind == "bytes":
         return ByteTokenizer()
     if kind == "bpe":
@@ -193,21 +203,31 @@ class TokenData:
     val: torch.Tensor  # (N_val,)
     vocab_size: int
     tokenizer: object
+    digest: str = ""  # sha256 of the corpus text (first 16 hex digits): which text this is
 
-    def batch(self, split: str, batch_size: int, seq_len: int, generator: torch.Generator):
-        """Random windows of ``seq_len + 1`` tokens: inputs (B, T) and next-token targets (B, T)."""
+    def check_split(self, split: str, seq_len: int) -> None:
+        """Raise ValueError unless ``split`` has room for windows of ``seq_len + 1`` tokens."""
         data = {"train": self.train, "val": self.val}.get(split)
         if data is None:
             raise ValueError(f"split must be 'train' or 'val', got {split!r}")
         if len(data) <= seq_len + 1:
-            raise ValueError(f"the {split} split has {len(data)} tokens, too few for windows of {seq_len + 1}")
+            raise ValueError(
+                f"the {split} split has {len(data)} tokens, too few for windows of {seq_len + 1} "
+                f"(seq_len {seq_len} + 1): use a longer corpus or a shorter seq_len"
+            )
+
+    def batch(self, split: str, batch_size: int, seq_len: int, generator: torch.Generator):
+        """Random windows of ``seq_len + 1`` tokens: inputs (B, T) and next-token targets (B, T)."""
+        self.check_split(split, seq_len)
+        data = self.train if split == "train" else self.val
         starts = torch.randint(0, len(data) - seq_len - 1, (batch_size,), generator=generator)
-        win = torch.stack([data[s: s + seq_len + 1] for s in starts.tolist()])  # (B, T+1)
+        win = torch.stack([data[s : s + seq_len + 1] for s in starts.tolist()])  # (B, T+1)
         return win[:, :-1], win[:, 1:]
 
 
-def load_token_data(tokenizer: str = "bpe", path: Optional[Union[str, Path]] = None,
-                    val_fraction: float = 0.1) -> TokenData:
+def load_token_data(
+    tokenizer: str = "bpe", path: Optional[Union[str, Path]] = None, val_fraction: float = 0.1
+) -> TokenData:
     """Tokenize a corpus (Python's docs, or the UTF-8 file at ``path``) and split it.
 
     The split is deterministic: the last ``val_fraction`` of the token stream is validation.
@@ -219,18 +239,25 @@ def load_token_data(tokenizer: str = "bpe", path: Optional[Union[str, Path]] = N
     tok = get_tokenizer(tokenizer, text)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     ids_path = cache_dir() / f"ids-{tok.name}-{tok.vocab_size}-{digest}.npy"
-    if ids_path.is_file():
-        ids = np.load(ids_path)
-    else:
+    cached = read_cached(ids_path, _code())
+    ids = None
+    if cached is not None:
+        try:
+            ids = np.load(io.BytesIO(cached), allow_pickle=False)
+        except ValueError:  # a checksummed file that still does not parse: rebuild it
+            ids = None
+    if ids is None:
         if isinstance(tok, BPETokenizer):
             docs = text.split("\n\n")
             ids = np.fromiter((i for doc in tok.encode_batch([d + "\n\n" for d in docs]) for i in doc), dtype=np.int64)
         else:
             ids = np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
-        np.save(ids_path, ids)
+        buf = io.BytesIO()
+        np.save(buf, ids, allow_pickle=False)
+        write_cached(ids_path, buf.getvalue(), _code())
     ids = torch.from_numpy(np.ascontiguousarray(ids))
     cut = int(len(ids) * (1 - val_fraction))
-    return TokenData(train=ids[:cut], val=ids[cut:], vocab_size=tok.vocab_size, tokenizer=tok)
+    return TokenData(train=ids[:cut], val=ids[cut:], vocab_size=tok.vocab_size, tokenizer=tok, digest=digest)
 
 
 def corpus_stats(text: str) -> dict:

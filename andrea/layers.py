@@ -81,8 +81,10 @@ class MLP(nn.Module):
         h = cfg.d_hidden
         n_in = 2 * h if cfg.activation == "swiglu" else h
         self.fc = nn.Linear(cfg.d_model, n_in, bias=cfg.bias)  # W_1 (and W_gate for SwiGLU)
+        if cfg.activation == "swiglu":
+            self.fc.parts = ("gate", "up")  # type: ignore[assignment]  # two d x h matrices in one
         self.proj = nn.Linear(h, cfg.d_model, bias=cfg.bias)  # W_2, a residual output projection
-        self.proj.residual_output = True  # scaled at init (see Andrea._init_weights)
+        self.proj.residual_output = True  # type: ignore[assignment]  # scaled at init (Andrea._init_weights)
         self.dropout = nn.Dropout(cfg.dropout)
 
     def act(self, h: torch.Tensor) -> torch.Tensor:
@@ -108,8 +110,10 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.n_head = cfg.n_head
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=cfg.bias)
+        # q, k and v: three d x d matrices in one Linear (initialised one by one, see Andrea)
+        self.qkv.parts = ("q", "k", "v")  # type: ignore[assignment]
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
-        self.proj.residual_output = True
+        self.proj.residual_output = True  # type: ignore[assignment]
         self.dropout_p = cfg.dropout
         self.resid_dropout = nn.Dropout(cfg.dropout)
 
@@ -129,11 +133,16 @@ class CausalSelfAttention(nn.Module):
 
 
 class LayerScale(nn.Module):
-    """Multiply a sublayer's output by a learnable per-channel vector lambda (Touvron et al., 2021)."""
+    """Multiply a sublayer's output by a learnable lambda before it joins the stream.
 
-    def __init__(self, d_model: int, init_value: float):
+    ``kind="channel"``: a vector of length d_model, one gain per channel (CaiT, Touvron et al. 2021).
+    ``kind="scalar"``: one number for the whole sublayer (ReZero's alpha, Bachlechner et al. 2020).
+    """
+
+    def __init__(self, d_model: int, init_value: float, kind: str = "channel"):
         super().__init__()
-        self.scale = nn.Parameter(torch.full((d_model,), float(init_value)))  # lambda, (C,)
+        shape = (d_model,) if kind == "channel" else (1,)
+        self.scale = nn.Parameter(torch.full(shape, float(init_value)))  # lambda, (C,) or (1,)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.scale  # (B, T, C) * (C,): channel c scaled by lambda_c
@@ -146,6 +155,7 @@ class Block(nn.Module):
       norm="pre":   x = x + lambda * f(LN(x))       (ANDREA, GPT-2)
       norm="post":  x = LN(x + lambda * f(x))       (the 2017 Transformer)
       norm="none":  x = x + lambda * f(x)
+      norm="deepnorm": x = LN(alpha * x + lambda * f(x)), alpha = (2 n_layer)^(1/4) (DeepNet)
     ``residual=False`` drops the "x +". Without LayerScale, lambda is 1 (and no parameter exists).
     """
 
@@ -153,18 +163,21 @@ class Block(nn.Module):
         super().__init__()
         self.norm = cfg.norm
         self.residual = cfg.residual
+        self.alpha = cfg.deepnorm_alpha if cfg.norm == "deepnorm" else 1.0
         has_norm = cfg.norm != "none"
         self.ln_1 = LayerNorm(cfg.d_model, cfg.bias, cfg.ln_eps) if has_norm else nn.Identity()
         self.attn = CausalSelfAttention(cfg)
         self.ln_2 = LayerNorm(cfg.d_model, cfg.bias, cfg.ln_eps) if has_norm else nn.Identity()
         self.mlp = MLP(cfg)
         if cfg.layerscale is not None:
-            self.ls_1 = LayerScale(cfg.d_model, cfg.layerscale)
-            self.ls_2 = LayerScale(cfg.d_model, cfg.layerscale)
+            self.ls_1 = LayerScale(cfg.d_model, cfg.layerscale, cfg.layerscale_kind)
+            self.ls_2 = LayerScale(cfg.d_model, cfg.layerscale, cfg.layerscale_kind)
         else:
-            self.ls_1 = self.ls_2 = nn.Identity()
+            self.ls_1 = self.ls_2 = nn.Identity()  # type: ignore[assignment]
 
     def _sublayer(self, x, ln, f, ls):
+        if self.norm == "deepnorm":
+            return ln(self.alpha * x + ls(f(x)))
         if self.norm == "post":
             delta = ls(f(x))
             return ln(x + delta if self.residual else delta)

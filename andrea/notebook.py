@@ -36,25 +36,21 @@ def glue(name: str, value: Any, fmt: str | None = None) -> None:
     _glue(name, shown, display=False)
 
 
-def show_progress() -> bool:
-    """Progress bars for readers running a notebook, not in the book's build (which sets
-    ANDREA_BOOK_BUILD=1) where they would end up as text in the page."""
-    import os
-
-    return os.environ.get("ANDREA_BOOK_BUILD") != "1"
-
-
 def setup(seed: int = 0, threads: int | None = None) -> str:
     """Seed everything, keep torch to the machine's cores, pick the device; returns the device."""
     import os
     import random
 
+    import matplotlib.pyplot as plt
+
     from .device import pick_device
+    from .plots import STYLE
 
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.set_num_threads(threads or max(1, min(4, os.cpu_count() or 1)))
+    plt.rcParams.update(STYLE)  # the book's look for the chapter's own figures (asked for, not imposed)
     try:
         from IPython import get_ipython
 
@@ -69,33 +65,88 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
 
 @dataclass
 class Claim:
-    """One statement from the source documents, the measurement that tests it, and the verdict."""
+    """One statement from the source documents, the measurement that tests it, and the verdict.
+
+    ``verdict`` is a ``andrea.verdict.Verdict`` (decided from the numbers by the book's one rule,
+    its reason shown as evidence) or, for facts of the code or the literature, a label string.
+    """
 
     claim: str  # what the document says (paraphrased in English)
     measured: str  # what the code measured
-    verdict: str  # "confirmed", "corrected", "qualified", "not testable here"
+    verdict: Any  # a Verdict, or one of andrea.verdict.LABELS
     evidence: str = ""  # where the measurement comes from / why
+
+    @property
+    def label(self) -> str:
+        from .verdict import LABELS
+
+        label = getattr(self.verdict, "label", self.verdict)
+        if label not in LABELS:
+            raise ValueError(f"verdict must be one of {LABELS}, got {label!r}")
+        return label
+
+    @property
+    def why(self) -> str:
+        reason = getattr(self.verdict, "reason", "")
+        return "; ".join(x for x in (reason, self.evidence) if x)
 
 
 class ClaimsTable:
     """Renders a list of claims as an HTML table (used in every "Checking the claims" section)."""
 
-    COLOURS = {"confirmed": "#009E73", "corrected": "#D55E00", "qualified": "#E69F00", "not reproduced": "#D55E00",
-               "not testable here": "#666666"}
+    COLOURS = {
+        "confirmed": "#009E73",
+        "corrected": "#D55E00",
+        "qualified": "#E69F00",
+        "not reproduced": "#D55E00",
+        "inconclusive": "#666666",
+        "not testable": "#666666",
+    }
 
     def __init__(self, claims: list[Claim]):
         self.claims = claims
+        for c in claims:
+            c.label  # noqa: B018 - validates the verdict now, not when the page renders
 
     def _repr_html_(self) -> str:
         rows = []
         for c in self.claims:
-            col = self.COLOURS.get(c.verdict, "#333")
+            col = self.COLOURS[c.label]
             rows.append(
                 f"<tr><td>{html.escape(c.claim)}</td><td>{html.escape(c.measured)}</td>"
-                f"<td><b style='color:{col}'>{html.escape(c.verdict)}</b></td><td>{html.escape(c.evidence)}</td></tr>"
+                f"<td><b style='color:{col}'>{html.escape(c.label)}</b></td><td>{html.escape(c.why)}</td></tr>"
             )
-        return ("<table class='claims-table table'><thead><tr><th>The document says</th><th>Measured here</th>"
-                "<th>Verdict</th><th>Evidence</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        return (
+            "<table class='claims-table table'><thead><tr><th>The document says</th><th>Measured here</th>"
+            "<th>Verdict</th><th>Why</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        )
 
     def __repr__(self) -> str:
-        return "\n".join(f"[{c.verdict}] {c.claim} -> {c.measured}" for c in self.claims)
+        return "\n".join(f"[{c.label}] {c.claim} -> {c.measured}" for c in self.claims)
+
+
+def show_source(*objects) -> Any:
+    """The source code of package functions or classes, shown highlighted in a notebook (and as
+    plain text elsewhere): how the chapters let a reader open the code behind a figure."""
+    import inspect
+
+    from IPython.display import Markdown
+
+    blocks = []
+    for obj in objects:
+        name = f"{obj.__module__}.{obj.__qualname__}"
+        blocks.append(
+            f"`{name}` ({str(inspect.getsourcefile(obj)).split('andrea/')[-1]}):\n\n```python\n"
+            f"{inspect.getsource(obj).rstrip()}\n```"
+        )
+    return Markdown("\n\n".join(blocks))
+
+
+def settings(row: dict, *keys: str) -> dict:
+    """Selected model and training settings of a stored run (e.g. ``settings(rows[0], "n_layer",
+    "lr")``), so a chapter states the settings its runs actually used."""
+    both = {**row["model"], **row["train"]}
+    missing = [k for k in keys if k not in both]
+    if missing:
+        raise KeyError(f"no setting {missing} in the stored run")
+    return {k: both[k] for k in keys}

@@ -41,7 +41,7 @@ class GradientReport:
 
     @property
     def status(self) -> str:
-        """"ok", "diverged" (something non-finite) or "vanished" (gradient at the embeddings is 0)."""
+        """ "ok", "diverged" (something non-finite) or "vanished" (gradient at the embeddings is 0)."""
         if not self.finite:
             return "diverged"
         if not self.grad_rms[0] > 0:
@@ -79,11 +79,14 @@ def _rms(t: torch.Tensor) -> float:
     return float(t.detach().double().pow(2).mean().sqrt())
 
 
-def gradient_flow(model: Andrea, idx: torch.Tensor, targets: torch.Tensor) -> GradientReport:
+def gradient_flow(model: Andrea, idx: torch.Tensor, targets: torch.Tensor, weights: bool = True) -> GradientReport:
     """One forward+backward on (idx, targets); residual-stream and gradient RMS per boundary.
 
-    Runs in eval mode (no dropout), so two calls on the same model and batch agree exactly.
+    Runs in eval mode (no dropout), so two calls on the same model and batch agree exactly, and
+    with gradients enabled whatever the caller's ``torch.no_grad()`` state.
     A run that produces inf/NaN is returned with ``finite=False`` and the values it got.
+    ``weights=False`` skips the weight gradients (``weight_grad_norm`` is then empty): the
+    backward pass computes only the stream's gradient, about half the work.
     """
     was_training = model.training
     params = list(model.parameters())
@@ -93,13 +96,14 @@ def gradient_flow(model: Andrea, idx: torch.Tensor, targets: torch.Tensor) -> Gr
         model.eval()
         for p in params:
             p.requires_grad_(True)
-        with capture_residual_stream(model) as stream:
+        # enable_grad: the probe works even when called inside a reader's ``torch.no_grad()``.
+        with torch.enable_grad(), capture_residual_stream(model) as stream:
             loss = model.loss(idx, targets)
-        attn = [list(b.attn.parameters()) for b in model.blocks]
-        mlp = [list(b.mlp.parameters()) for b in model.blocks]
+        attn = [list(b.attn.parameters()) for b in model.blocks] if weights else []  # type: ignore[union-attr]
+        mlp = [list(b.mlp.parameters()) for b in model.blocks] if weights else []  # type: ignore[union-attr]
         flat = [p for group in attn + mlp for p in group]
         grads = torch.autograd.grad(loss, list(stream) + flat, allow_unused=True)
-        g_stream, g_params = grads[: len(stream)], grads[len(stream):]
+        g_stream, g_params = grads[: len(stream)], grads[len(stream) :]
 
         def group_norms(groups, offset):
             out, i = [], offset
@@ -119,10 +123,15 @@ def gradient_flow(model: Andrea, idx: torch.Tensor, targets: torch.Tensor) -> Gr
         grad = np.array([_rms(g) if g is not None else 0.0 for g in g_stream])
         loss_value = float(loss.detach())
         assert len(act) == n + 1
-        finite = bool(np.isfinite(act).all() and np.isfinite(grad).all() and np.isfinite(loss_value)
-                      and np.isfinite(attn_norm).all() and np.isfinite(mlp_norm).all())
-        return GradientReport(act_rms=act, grad_rms=grad, weight_grad_norm={"attn": attn_norm, "mlp": mlp_norm},
-                              loss=loss_value, finite=finite)
+        finite = bool(
+            np.isfinite(act).all()
+            and np.isfinite(grad).all()
+            and np.isfinite(loss_value)
+            and np.isfinite(attn_norm).all()
+            and np.isfinite(mlp_norm).all()
+        )
+        wgn = {"attn": attn_norm, "mlp": mlp_norm} if weights else {}
+        return GradientReport(act_rms=act, grad_rms=grad, weight_grad_norm=wgn, loss=loss_value, finite=finite)
     finally:
         for p, f in zip(params, flags):
             p.requires_grad_(f)

@@ -5,15 +5,21 @@
     torchrun --nproc_per_node=2 -m andrea.train --preset tiny --device cpu   # DistributedDataParallel
 
 On CUDA it uses bf16 autocast (and torch.compile with --compile); on the CPU, fp32.
-Ctrl-C saves a checkpoint before exiting; ``--resume`` continues from it bit-identically.
+
+Nothing is lost: everything that can be checked is checked before step 1 (the output folder, the
+device, the corpus splits, a resume's settings); one run at a time writes a folder (a lock); Ctrl-C,
+SIGTERM and SIGHUP stop the run between two steps and save a checkpoint from which ``--resume``
+continues bit-identically (on the CPU); a run whose loss or gradient becomes non-finite stops with
+"diverged at step N" and keeps its last good checkpoint.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -23,10 +29,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .checkpoint import RunDir, describe
 from .config import ANDREA_120M, AndreaConfig
 from .data import TokenData, load_token_data
-from .device import pick_device
-from .model import Andrea, read_checkpoint
+from .device import check_device, pick_device
+from .model import Andrea
+
+STOP_SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None)
 
 
 @dataclass(frozen=True)
@@ -47,16 +56,33 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model (CUDA)
 
     def __post_init__(self):
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        def is_real(v):
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
         for name in ("steps", "batch_size", "seq_len", "eval_every", "eval_batches"):
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            if not is_int(v) or v < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive integer, got {v!r}")
-        if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"TrainConfig.warmup must be an integer >= 0, got {self.warmup!r}")
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+        for name in ("warmup", "seed"):
+            v = getattr(self, name)
+            if not is_int(v) or v < 0:
+                raise ValueError(f"TrainConfig.{name} must be an integer >= 0, got {v!r}")
+        if not is_real(self.lr) or self.lr <= 0:
             raise ValueError(f"TrainConfig.lr must be a finite number > 0, got {self.lr!r}")
-        if self.grad_clip is not None and not self.grad_clip > 0:
-            raise ValueError(f"TrainConfig.grad_clip must be None or > 0, got {self.grad_clip!r}")
+        for name in ("min_lr_ratio", "beta1", "beta2"):
+            v = getattr(self, name)
+            if not is_real(v) or not 0 <= v < 1 + (name == "min_lr_ratio"):
+                allowed = "[0, 1]" if name == "min_lr_ratio" else "[0, 1)"
+                raise ValueError(f"TrainConfig.{name} must be a number in {allowed}, got {v!r}")
+        if not is_real(self.weight_decay) or self.weight_decay < 0:
+            raise ValueError(f"TrainConfig.weight_decay must be a number >= 0, got {self.weight_decay!r}")
+        if self.grad_clip is not None and (not is_real(self.grad_clip) or self.grad_clip <= 0):
+            raise ValueError(f"TrainConfig.grad_clip must be None or a number > 0, got {self.grad_clip!r}")
+        if not isinstance(self.compile, bool):
+            raise ValueError(f"TrainConfig.compile must be True or False, got {self.compile!r}")
 
 
 def lr_at(step: int, t: TrainConfig) -> float:
@@ -74,22 +100,33 @@ def make_optimizer(model: torch.nn.Module, t: TrainConfig) -> torch.optim.AdamW:
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": t.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    # foreach: one fused update over all tensors (PyTorch's default on CUDA; faster on the CPU too)
+    if all(p.is_cuda for p in decay + no_decay):
+        # fused: one CUDA kernel updates every tensor (the fastest AdamW on a GPU)
+        return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), fused=True)
+    # foreach: one vectorised update over all tensors (faster than a loop on the CPU too)
     return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), foreach=True)
 
 
 @dataclass
 class TrainResult:
     model: Andrea
-    history: dict = field(default_factory=dict)  # lists: step, loss, lr, grad_norm; val_step, val_loss
-    diverged: bool = False  # the loss became inf/NaN (training stopped there)
+    history: dict = field(default_factory=dict)  # lists: step, loss, lr, grad_norm; val_step, val_loss; monitor
+    diverged: bool = False  # the loss or the gradient became inf/NaN (training stopped there)
+    diverged_at: Optional[int] = None  # the step whose loss or gradient was non-finite
     tokens_per_s: float = float("nan")
-    interrupted: bool = False
+    interrupted: bool = False  # stopped by a signal (Ctrl-C, SIGTERM, SIGHUP)
+    signal: Optional[str] = None  # its name
+    start_step: int = 0  # 0, or the checkpoint's step when resumed
+    checkpoint: Optional[Path] = None  # the last checkpoint this run wrote (None: none)
 
     @property
     def final_val_loss(self) -> float:
         v = self.history.get("val_loss", [])
         return v[-1] if v else float("nan")
+
+    @property
+    def steps_done(self) -> int:
+        return self.history["step"][-1] if self.history.get("step") else self.start_step
 
 
 def _autocast(device: torch.device):
@@ -115,9 +152,39 @@ def evaluate(model: torch.nn.Module, data: TokenData, t: TrainConfig, device: to
 
 
 def _dist_info():
+    import os
+
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     return world, rank
+
+
+class _StopRequest:
+    """Turns Ctrl-C, SIGTERM and SIGHUP into a request that the loop honours between two steps, so
+    a checkpoint is always a consistent state. A second Ctrl-C stops at once (nothing more saved)."""
+
+    def __init__(self):
+        self.signum: Optional[int] = None
+        self._old: dict = {}
+
+    def _handler(self, signum, frame):
+        if self.signum is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for s in STOP_SIGNALS:
+                self._old[s] = signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+    @property
+    def name(self) -> Optional[str]:
+        return signal.Signals(self.signum).name if self.signum is not None else None
 
 
 def train(
@@ -127,24 +194,56 @@ def train(
     device: Optional[str] = None,
     out_dir: Optional[str | Path] = None,
     resume: bool = False,
+    overwrite: bool = False,
+    allow_changes: bool = False,
     progress: bool = True,
     callback: Optional[Callable[[int, float], None]] = None,
+    monitor: Optional[Callable[[Andrea], dict]] = None,
 ) -> TrainResult:
     """Train a fresh (or resumed) model; returns the model and its loss history.
 
-    A non-finite loss stops training and returns ``diverged=True`` (it does not raise).
-    With ``out_dir``, a checkpoint ``last.pt`` is written at every validation and on Ctrl-C.
-    Under ``torchrun`` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel; each
-    process draws its own batches and rank 0 writes checkpoints and logs.
+    A non-finite loss or gradient stops training and returns ``diverged=True`` (it does not raise).
+    With ``out_dir``, a checkpoint ``last.pt`` is written at every validation and when a signal
+    stops the run; a fresh run refuses an ``out_dir`` that already holds one unless ``overwrite``.
+    ``resume`` continues from it; settings that differ from the checkpoint's are refused (each is
+    named) unless ``allow_changes``. ``monitor(model)`` is called at every validation and its
+    values are recorded in ``history["monitor"]``. Under ``torchrun`` (WORLD_SIZE > 1) the model is
+    wrapped in DistributedDataParallel; each process draws its own batches and rank 0 writes.
     """
     t = train_cfg
+    if not isinstance(model_cfg, AndreaConfig):
+        raise TypeError(f"train(model_cfg, ...) needs an AndreaConfig, got {type(model_cfg).__name__}")
+    if not isinstance(t, TrainConfig):
+        raise TypeError(f"train(..., train_cfg, ...) needs a TrainConfig, got {type(t).__name__}")
     if model_cfg.vocab_size != data.vocab_size:
         raise ValueError(f"model vocab_size {model_cfg.vocab_size} != tokenizer vocab_size {data.vocab_size}")
     if t.seq_len > model_cfg.context_length:
         raise ValueError(f"seq_len {t.seq_len} exceeds the model's context_length {model_cfg.context_length}")
+    data.check_split("train", t.seq_len)
+    data.check_split("val", t.seq_len)
     world, rank = _dist_info()
-    dev = torch.device(device or pick_device())
+    dev = check_device(device or pick_device())
+    run = RunDir(out_dir) if (out_dir is not None and rank == 0) else None
+    blob = None
+    if run is not None:
+        run.lock()
+    try:
+        if resume and run is None and rank == 0:
+            raise ValueError("resume=True needs out_dir (the folder holding last.pt)")
+        if run is not None and resume:
+            blob = run.resume_state(model_cfg, t, data.digest, allow_changes)
+        elif run is not None:
+            run.check_fresh(overwrite)
+        return _train(model_cfg, t, data, dev, run, blob, world, rank, progress, callback, monitor)
+    finally:
+        if run is not None:
+            run.unlock()
+
+
+def _train(model_cfg, t, data, dev, run, blob, world, rank, progress, callback, monitor) -> TrainResult:
     if world > 1:
+        import os
+
         import torch.distributed as dist
 
         if not dist.is_initialized():
@@ -152,24 +251,22 @@ def train(
         if dev.type == "cuda":
             dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
             torch.cuda.set_device(dev)
-    ckpt = Path(out_dir) / "last.pt" if out_dir is not None else None
 
     torch.manual_seed(t.seed)
     model = Andrea(model_cfg)
-    history = {"step": [], "loss": [], "lr": [], "grad_norm": [], "val_step": [], "val_loss": []}
+    history: dict = {"step": [], "loss": [], "lr": [], "grad_norm": [], "val_step": [], "val_loss": [], "monitor": []}
     gen = torch.Generator().manual_seed(t.seed * 1000 + rank)
     start_step = 0
     opt_state = None
-    if resume:
-        if ckpt is None or not ckpt.is_file():
-            raise FileNotFoundError(f"--resume: no checkpoint at {ckpt} to resume from")
-        blob = read_checkpoint(ckpt)
-        if AndreaConfig(**blob["config"]) != model_cfg:
-            raise ValueError(f"--resume: the checkpoint at {ckpt} was trained with a different model config")
+    if blob is not None:
         model.load_state_dict(blob["state_dict"])
         extra = blob["extra"]
-        start_step, history, opt_state = extra["step"], extra["history"], extra["optimizer"]
+        start_step, opt_state = int(extra["step"]), extra["optimizer"]
+        history.update(extra["history"])
+        history.setdefault("monitor", [])
         gen.set_state(extra["generator"])
+        if "torch_rng" in extra:
+            torch.set_rng_state(extra["torch_rng"])
     model.to(dev)
     opt = make_optimizer(model, t)
     if opt_state is not None:
@@ -178,72 +275,89 @@ def train(
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+        net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)  # type: ignore[assignment]
     if t.compile:
-        net = torch.compile(net)
+        net = torch.compile(net)  # type: ignore[assignment]
+
+    result = TrainResult(model=model, history=history, start_step=start_step)
 
     def save(step: int) -> None:
-        if ckpt is None or rank != 0:
+        if run is None:
             return
-        model.save(ckpt, extra={"step": step, "history": history, "optimizer": opt.state_dict(),
-                                "generator": gen.get_state(), "train_config": asdict(t)})
+        model.save(
+            run.checkpoint,
+            extra={
+                "step": step,
+                "history": history,
+                "optimizer": opt.state_dict(),
+                "generator": gen.get_state(),
+                "torch_rng": torch.get_rng_state(),
+                "train_config": asdict(t),
+                "data_digest": data.digest,
+            },
+        )
+        result.checkpoint = run.checkpoint
 
     bar = None
     if progress and rank == 0:
-        from tqdm import tqdm
+        from .progress import bar as progress_bar
 
-        bar = tqdm(total=t.steps, initial=start_step, desc="training", unit="step", file=sys.stderr,
-                   dynamic_ncols=True, mininterval=1.0)
-    result = TrainResult(model=model, history=history)
+        bar = progress_bar(t.steps, "training", unit="step", initial=start_step, mininterval=1.0)
     tokens, t0 = 0, time.perf_counter()
     step = start_step
     net.train()
-    try:
-        while step < t.steps:
-            lr = lr_at(step, t)
-            for group in opt.param_groups:
-                group["lr"] = lr
-            x, y = data.batch("train", t.batch_size, t.seq_len, gen)
-            x, y = x.to(dev), y.to(dev)
-            with _autocast(dev):
-                logits = net(x)
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), y.reshape(-1))
-            loss_value = loss.item()
-            if not math.isfinite(loss_value):
-                result.diverged = True
+    with _StopRequest() as stop:
+        try:
+            while step < t.steps:
+                if stop.signum is not None:  # between two steps: the state is consistent
+                    result.interrupted, result.signal = True, stop.name
+                    save(step)
+                    break
+                lr = lr_at(step, t)
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                x, y = data.batch("train", t.batch_size, t.seq_len, gen)
+                if dev.type == "cuda":  # pinned host memory: the copy overlaps with the GPU's work
+                    x, y = x.pin_memory().to(dev, non_blocking=True), y.pin_memory().to(dev, non_blocking=True)
+                else:
+                    x, y = x.to(dev), y.to(dev)
+                with _autocast(dev):
+                    logits = net(x)
+                loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), y.reshape(-1))
+                loss_value = loss.item()
+                gnorm = float("nan")
+                if math.isfinite(loss_value):
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    max_norm = t.grad_clip if t.grad_clip is not None else float("inf")
+                    gnorm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm))
+                if not (math.isfinite(loss_value) and math.isfinite(gnorm)):
+                    # Stop before the optimizer writes inf/NaN into the weights; the last good
+                    # checkpoint on disk is kept as it is.
+                    result.diverged, result.diverged_at = True, step + 1
+                    history["diverged_at"] = step + 1
+                    break
+                opt.step()
+                step += 1
+                tokens += x.numel()
                 history["step"].append(step)
-                history["loss"].append(float("nan"))
+                history["loss"].append(loss_value)
                 history["lr"].append(lr)
-                history["grad_norm"].append(float("nan"))
-                break
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            max_norm = t.grad_clip if t.grad_clip is not None else float("inf")
-            gnorm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm))
-            opt.step()
-            step += 1
-            tokens += x.numel()
-            history["step"].append(step)
-            history["loss"].append(loss_value)
-            history["lr"].append(lr)
-            history["grad_norm"].append(gnorm)
-            if callback is not None:
-                callback(step, loss_value)
-            if step % t.eval_every == 0 or step == t.steps:
-                history["val_step"].append(step)
-                history["val_loss"].append(evaluate(model, data, t, dev))
-                save(step)
+                history["grad_norm"].append(gnorm)
+                if callback is not None:
+                    callback(step, loss_value)
+                if step % t.eval_every == 0 or step == t.steps:
+                    history["val_step"].append(step)
+                    history["val_loss"].append(evaluate(model, data, t, dev))
+                    if monitor is not None:
+                        history["monitor"].append({"step": step, **monitor(model)})
+                    save(step)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}")
+        finally:
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}")
-    except KeyboardInterrupt:
-        result.interrupted = True
-        save(step)
-        if rank == 0:
-            print(f"\ninterrupted at step {step}; checkpoint saved to {ckpt}" if ckpt else "\ninterrupted", file=sys.stderr)
-    finally:
-        if bar is not None:
-            bar.close()
+                bar.close()
     elapsed = time.perf_counter() - t0
     result.tokens_per_s = tokens * world / elapsed if elapsed > 0 and tokens else float("nan")
     return result
@@ -253,13 +367,22 @@ def train(
 # Sampling
 # ---------------------------------------------------------------------------------------------
 @torch.no_grad()
-def sample(model: Andrea, tokenizer, prompt: str = "", max_new_tokens: int = 100, temperature: float = 0.8,
-           top_k: Optional[int] = 50, seed: int = 0) -> str:
+def sample(
+    model: Andrea,
+    tokenizer,
+    prompt: str = "",
+    max_new_tokens: int = 100,
+    temperature: float = 0.8,
+    top_k: Optional[int] = 50,
+    seed: int = 0,
+) -> str:
     """Continue ``prompt`` token by token; temperature > 0 scales the logits, top_k keeps the k best."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    if top_k is not None and not (isinstance(top_k, int) and top_k >= 1):
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
+    if top_k is not None and not (isinstance(top_k, int) and not isinstance(top_k, bool) and top_k >= 1):
         raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
+    if not (isinstance(max_new_tokens, int) and not isinstance(max_new_tokens, bool) and max_new_tokens >= 0):
+        raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
     was = model.training
     model.eval()
     dev = model.device
@@ -269,13 +392,15 @@ def sample(model: Andrea, tokenizer, prompt: str = "", max_new_tokens: int = 100
     T = model.config.context_length
     for _ in range(max_new_tokens):
         logits = model(x[:, -T:])[0, -1].float().cpu() / temperature  # (V,)
+        if not torch.isfinite(logits).all():
+            raise ValueError("the model's logits are not finite (a diverged model): there is nothing to sample")
         if top_k is not None:
             kth = torch.topk(logits, min(top_k, logits.numel())).values[-1]
             logits[logits < kth] = -float("inf")
         nxt = torch.multinomial(torch.softmax(logits, -1), 1, generator=g)
         x = torch.cat([x, nxt.view(1, 1).to(dev)], dim=1)
     model.train(was)
-    return tokenizer.decode(x[0, len(ids):].tolist())
+    return tokenizer.decode(x[0, len(ids) :].tolist())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,63 +408,130 @@ def sample(model: Andrea, tokenizer, prompt: str = "", max_new_tokens: int = 100
 # ---------------------------------------------------------------------------------------------
 PRESETS = {
     # name: (model config, train config, tokenizer)
-    "tiny": (replace(ANDREA_120M, d_model=128, n_layer=4, n_head=4, context_length=128),
-             TrainConfig(steps=300, batch_size=16, seq_len=64, lr=3e-3, warmup=30, eval_every=100), "bpe"),
-    "tiny-bytes": (replace(ANDREA_120M, vocab_size=256, d_model=128, n_layer=4, n_head=4, context_length=256),
-                   TrainConfig(steps=300, batch_size=16, seq_len=128, lr=3e-3, warmup=30, eval_every=100), "bytes"),
-    "andrea-120m": (ANDREA_120M,
-                    TrainConfig(steps=5000, batch_size=32, seq_len=1024, lr=6e-4, warmup=200, eval_every=250,
-                                weight_decay=0.1), "bpe"),
+    "tiny": (
+        replace(ANDREA_120M, d_model=128, n_layer=4, n_head=4, context_length=128),
+        TrainConfig(steps=300, batch_size=16, seq_len=64, lr=3e-3, warmup=30, eval_every=100),
+        "bpe",
+    ),
+    "tiny-bytes": (
+        replace(ANDREA_120M, vocab_size=256, d_model=128, n_layer=4, n_head=4, context_length=256),
+        TrainConfig(steps=300, batch_size=16, seq_len=128, lr=3e-3, warmup=30, eval_every=100),
+        "bytes",
+    ),
+    "andrea-120m": (
+        ANDREA_120M,
+        TrainConfig(steps=5000, batch_size=32, seq_len=1024, lr=6e-4, warmup=200, eval_every=250, weight_decay=0.1),
+        "bpe",
+    ),
 }
+EXIT_DIVERGED = 3
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m andrea.train", description="Train ANDREA on Python's documentation (or any UTF-8 text).")
+    p = argparse.ArgumentParser(
+        prog="python -m andrea.train", description="Train ANDREA on Python's documentation (or any UTF-8 text)."
+    )
     p.add_argument("--preset", choices=sorted(PRESETS), default="tiny", help="model and schedule (default: tiny)")
     p.add_argument("--steps", type=int, help="optimizer steps (default: the preset's)")
     p.add_argument("--lr", type=float, help="peak learning rate (default: the preset's)")
     p.add_argument("--batch-size", type=int, help="sequences per step (default: the preset's)")
+    p.add_argument(
+        "--eval-every", type=int, help="validate and save a checkpoint every N steps (default: the preset's)"
+    )
     p.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
-    p.add_argument("--out", default="runs/tiny", help="directory for last.pt (default: runs/tiny)")
+    p.add_argument("--out", help="folder for last.pt (default: runs/PRESET)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
+    p.add_argument("--overwrite", action="store_true", help="start afresh even if OUT/last.pt exists (replaces it)")
+    p.add_argument(
+        "--allow-changes",
+        action="store_true",
+        help="with --resume: continue even if settings differ from the checkpoint's",
+    )
     p.add_argument("--corpus", help="a UTF-8 text file to train on instead of Python's docs")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA)")
     p.add_argument("--samples", type=int, default=2, help="samples to print at the end (default: 2)")
     p.add_argument("--seed", type=int, help="random seed (default: 0)")
     a = p.parse_args(argv)
     model_cfg, train_cfg, tok = PRESETS[a.preset]
-    overrides = {k: v for k, v in {"steps": a.steps, "lr": a.lr, "batch_size": a.batch_size, "seed": a.seed}.items() if v is not None}
+    out = Path(a.out) if a.out else Path("runs") / a.preset
+    overrides = {
+        k: v
+        for k, v in {
+            "steps": a.steps,
+            "lr": a.lr,
+            "batch_size": a.batch_size,
+            "seed": a.seed,
+            "eval_every": a.eval_every,
+        }.items()
+        if v is not None
+    }
+    world, rank = _dist_info()
     try:
+        if a.resume and a.overwrite:
+            raise ValueError("--resume and --overwrite contradict each other: choose one")
+        if a.samples < 0:
+            raise ValueError(f"--samples must be >= 0, got {a.samples}")
         train_cfg = replace(train_cfg, compile=a.compile, **overrides)
-        if a.device is not None:
-            try:
-                torch.empty(0, device=a.device)
-            except Exception as e:  # RuntimeError, or AssertionError from a torch built without CUDA
-                raise ValueError(f"--device {a.device!r} is not usable here ({str(e).splitlines()[0]}); try cpu") from None
+        device = str(check_device(a.device, "--device")) if a.device is not None else pick_device()
+        if rank == 0:  # checked before the corpus is even read: the folder can be written and is free
+            early = RunDir(out)
+            if not a.resume:
+                early.check_fresh(a.overwrite)
         data = load_token_data(tok, a.corpus)
         model_cfg = replace(model_cfg, vocab_size=data.vocab_size)
-        world, rank = _dist_info()
         if rank == 0:
-            n = sum(p.numel() for p in Andrea(model_cfg).parameters()) if model_cfg.d_model < 512 else None
-            print(f"preset {a.preset}: d_model={model_cfg.d_model} n_layer={model_cfg.n_layer} "
-                  f"{'params=' + format(n, ',') + ' ' if n else ''}train tokens={len(data.train):,} "
-                  f"device={a.device or pick_device()} processes={world}", file=sys.stderr)
-        result = train(model_cfg, train_cfg, data, device=a.device, out_dir=a.out, resume=a.resume)
+            n = sum(q.numel() for q in Andrea(model_cfg).parameters()) if model_cfg.d_model < 512 else None
+            print(
+                f"preset {a.preset}: d_model={model_cfg.d_model} n_layer={model_cfg.n_layer} "
+                f"{'params=' + format(n, ',') + ' ' if n else ''}train tokens={len(data.train):,} "
+                f"device={device} processes={world} out={out}",
+                file=sys.stderr,
+            )
+        result = train(
+            model_cfg,
+            train_cfg,
+            data,
+            device=device,
+            out_dir=out,
+            resume=a.resume,
+            overwrite=a.overwrite,
+            allow_changes=a.allow_changes,
+        )
     except (ValueError, FileNotFoundError) as e:
         p.exit(2, f"{p.prog}: error: {e}\n")
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted before training started (or by a second Ctrl-C): nothing new was saved; "
+            f"checkpoint: {describe(out / 'last.pt')}",
+            file=sys.stderr,
+        )
+        return 130
     if world > 1:
         import torch.distributed as dist
 
         dist.destroy_process_group()
-    if rank == 0:
-        h = result.history
-        status = "diverged" if result.diverged else ("interrupted" if result.interrupted else "done")
-        print(f"{status}: step {h['step'][-1] if h['step'] else 0}, val loss {result.final_val_loss:.3f}, "
-              f"{result.tokens_per_s:,.0f} tokens/s; checkpoint: {Path(a.out) / 'last.pt'}")
-        for i in range(a.samples):
-            print(f"--- sample {i + 1} ---")
-            print(sample(result.model, data.tokenizer, "The ", max_new_tokens=60, seed=i))
-    return 130 if result.interrupted else 0
+    if rank != 0:
+        return 0
+    ckpt = describe(out / "last.pt")
+    if result.diverged:
+        print(
+            f"diverged at step {result.diverged_at}: the loss or the gradient became inf/NaN. "
+            f"Last good checkpoint: {ckpt}. Try a lower --lr."
+        )
+        return EXIT_DIVERGED
+    tok_s = f"{result.tokens_per_s:,.0f} tokens/s" if math.isfinite(result.tokens_per_s) else "no steps run"
+    val = f"val loss {result.final_val_loss:.3f}" if result.history["val_loss"] else "no validation yet"
+    if result.interrupted:
+        print(
+            f"interrupted by {result.signal} at step {result.steps_done}, {val}, {tok_s}; checkpoint: {ckpt}; "
+            f"continue with --resume --out {out}"
+        )
+        return 128 + int(getattr(signal, result.signal or "SIGINT"))
+    print(f"done: step {result.steps_done}, {val}, {tok_s}; checkpoint: {ckpt}")
+    for i in range(a.samples):
+        print(f"--- sample {i + 1} ---")
+        print(sample(result.model, data.tokenizer, "The ", max_new_tokens=60, seed=i))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 import math
-from dataclasses import replace, FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
@@ -8,8 +8,22 @@ from andrea import ANDREA_120M, AndreaConfig
 
 def test_preset_matches_design():
     c = ANDREA_120M
-    assert (c.d_model, c.n_layer, c.n_head, c.d_hidden, c.vocab_size, c.context_length) == (768, 12, 12, 3072, 8449, 1024)
-    assert (c.norm, c.activation, c.residual, c.layerscale, c.bias, c.ln_eps) == ("pre", "gelu_tanh", True, None, True, 1e-5)
+    assert (c.d_model, c.n_layer, c.n_head, c.d_hidden, c.vocab_size, c.context_length) == (
+        768,
+        12,
+        12,
+        3072,
+        8449,
+        1024,
+    )
+    assert (c.norm, c.activation, c.residual, c.layerscale, c.bias, c.ln_eps) == (
+        "pre",
+        "gelu_tanh",
+        True,
+        None,
+        True,
+        1e-5,
+    )
 
 
 def test_frozen_and_replace():

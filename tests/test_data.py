@@ -3,8 +3,15 @@ import torch
 
 from andrea.data import ANDREA_VOCAB, BPETokenizer, ByteTokenizer, get_tokenizer, load_text, load_token_data
 
-SAMPLES = ["Hello, world!", "tabs\tand\nnewlines\r\n", "ünïcödé 日本語 🎉", "\x00\x01\x7f control", "", "  leading spaces",
-           "def f(x):\n    return x ** 2  # GELU(x) = x·Φ(x)"]
+SAMPLES = [
+    "Hello, world!",
+    "tabs\tand\nnewlines\r\n",
+    "ünïcödé 日本語 🎉",
+    "\x00\x01\x7f control",
+    "",
+    "  leading spaces",
+    "def f(x):\n    return x ** 2  # GELU(x) = x·Φ(x)",
+]
 
 
 @pytest.fixture(scope="module")

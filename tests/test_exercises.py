@@ -1,4 +1,4 @@
-"""Every exercise checker accepts a correct answer and rejects a wrong one."""
+"""Every exercise checker accepts a right answer and rejects a wrong one."""
 
 import math
 
@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from andrea import analysis, exercises as X
+from andrea import analysis
+from andrea import exercises as X
 from andrea.model import count_parameters
 
 
@@ -17,33 +18,48 @@ def _decompose(model, idx):
 
 def _emb_grad(model, idx, tgt):
     from andrea import gradient_flow
+
     return float(gradient_flow(model, idx, tgt).grad_rms[0])
+
+
+def _mlp_share(c):
+    n = count_parameters(c)
+    return n["mlp"] / n["total"]
+
+
+def _flops(c, T):
+    d, h, V = c.d_model, c.mlp_dim or 4 * c.d_model, c.vocab_size
+    return 3 * (c.n_layer * (2 * (4 * d * d + 2 * d * h) + 4 * T * d) + 2 * d * V)
 
 
 CASES = [
     (X.check_stream_decomposition, _decompose, lambda m, i: _decompose(m, i)[1:]),
+    (X.check_embedding_rms, lambda s: s * math.sqrt(2), lambda s: s),
+    (X.check_stream_growth, lambda e, d, n: math.sqrt(e * e + n * d * d), lambda e, d, n: e + n * d),
     (X.check_embedding_gradient, _emb_grad, lambda m, i, t: 2 * _emb_grad(m, i, t)),
-    (X.check_layer_norm, lambda x, g, b, e: F.layer_norm(x, (x.shape[-1],), g, b, e),
-     lambda x, g, b, e: g * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + e) + b),  # unbiased std: wrong
+    (X.check_layer_norm_std, lambda s, e: s / math.sqrt(s * s + e), lambda s, e: 1.0),
+    (X.check_rms_norm, lambda x, g, e: g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + e),
+     lambda x, g, e: g * F.layer_norm(x, x.shape[-1:], eps=e)),  # subtracts the mean: wrong
     (X.check_count_layer_norms, lambda c: 0 if c.norm == "none" else 2 * c.n_layer + (c.norm == "pre"),
      lambda c: 2 * c.n_layer + 1),
-    (X.check_post_norm_sublayer, lambda x, f, ln: ln(x + f(x)), lambda x, f, ln: x + f(ln(x))),
+    (X.check_post_norm_jump, lambda r: 1 / r, lambda r: 1.0),
     (X.check_lr_schedule,
-     lambda s, n, w, lr, r: lr * (s + 1) / w if w and s < w else lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - w) / max(1, n - w))))),
+     lambda s, n, w, lr, r: lr * (s + 1) / w if w and s < w
+     else lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - w) / max(1, n - w))))),
      lambda s, n, w, lr, r: lr),
     (X.check_mlp_params, lambda d, h, b: 2 * d * h + (h + d) * b, lambda d, h, b: 2 * d * h),
-    (X.check_mlp_forward, lambda x, W1, b1, W2, b2: F.gelu(x @ W1 + b1, approximate="tanh") @ W2 + b2,
-     lambda x, W1, b1, W2, b2: F.relu(x @ W1 + b1) @ W2 + b2),
-    (X.check_gelu, lambda x: x * 0.5 * (1 + torch.erf(x / math.sqrt(2))), lambda x: F.gelu(x, approximate="tanh")),
+    (X.check_mlp_share, _mlp_share, lambda c: 0.5),
+    (X.check_swiglu_width, lambda d: (8 * d * d + 4 * d) / (3 * d + 2), lambda d: 8 * d / 3),
     (X.check_gelu_derivative,
      lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))) + x * torch.exp(-x * x / 2) / math.sqrt(2 * math.pi),
      lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2)))),
+    (X.check_gelu_mean, lambda s: s * s / math.sqrt(2 * math.pi * (1 + s * s)), lambda s: s / math.sqrt(2 * math.pi)),
     (X.check_parameter_count, lambda c: count_parameters(c)["total"],
      lambda c: count_parameters(c)["total"] + c.vocab_size * c.d_model),  # counts the tied head twice
-    (X.check_six_line_forward, lambda m, i: m(i),
-     lambda m, i: (m.embed(i)) @ m.token_embedding.weight.T),  # forgets the blocks
-    (X.check_cait_init, analysis.cait_init, lambda d: 1e-4),
-    (X.check_layerscale_sublayer, lambda x, f, ln, lam: x + lam * f(ln(x)), lambda x, f, ln, lam: x + lam.mean() * f(ln(x))),
+    (X.check_flops_per_token, _flops, lambda c, T: 6 * count_parameters(c)["total"]),
+    (X.check_layerscale_move, lambda lam, ref, mv: mv * lam / ref, lambda lam, ref, mv: mv),
+    (X.check_rezero_gradients, lambda m: {n for n, _ in m.named_parameters() if ".ls_" in n or "embedding" in n},
+     lambda m: {n for n, _ in m.named_parameters()}),
 ]
 
 
@@ -55,9 +71,34 @@ def test_checker_accepts_right_and_rejects_wrong(checker, right, wrong):
     assert not bad and repr(bad).startswith("✗")
 
 
+def test_vocab_and_minimum_and_prediction_checkers():
+    from dataclasses import replace
+
+    def vocab_for(c, target):
+        fixed = count_parameters(replace(c, vocab_size=1))["total"] - c.d_model
+        return max(1, math.ceil((target - fixed) / c.d_model))
+
+    assert X.check_vocab_for(vocab_for)
+    assert not X.check_vocab_for(lambda c, t: 8449)
+    assert X.check_gelu_minimum(X.gelu_minimum()) and not X.check_gelu_minimum(-0.75)
+    assert not X.check_prediction("amplification", "sideways")
+    assert not X.check_prediction("no such question", "pre")
+
+
+@pytest.mark.slow
+def test_layerscale_steps_checker_measures():
+    from andrea.analysis import layerscale_growth
+
+    measured = layerscale_growth(1e-6, 3e-3)["steps_to_level"]
+    assert X.check_layerscale_steps(lambda lam0, lr: measured if lr == 3e-3 else
+                                    layerscale_growth(1e-4, 1e-2)["steps_to_level"])
+    assert not X.check_layerscale_steps(lambda lam0, lr: 0.1 / lr)  # the naive bound is far too fast
+
+
 def test_checker_reports_an_exception_in_the_readers_code():
-    def broken(x, gamma, beta, eps):
+    def broken(x, gamma, eps):
         raise RuntimeError("oops")
 
-    res = X.check_layer_norm(broken)
+    res = X.check_rms_norm(broken)
     assert not res and "raised RuntimeError: oops" in repr(res)
+    assert not X.check_rms_norm("not a function")

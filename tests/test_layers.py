@@ -1,10 +1,9 @@
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 from andrea import AndreaConfig
-from andrea.layers import Block, CausalSelfAttention, LayerNorm, MLP, attention_reference, gelu, layer_norm
+from andrea.layers import MLP, Block, CausalSelfAttention, LayerNorm, attention_reference, gelu, layer_norm
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-6), (torch.float64, 1e-12)])
@@ -20,7 +19,10 @@ def test_layer_norm_formula_matches_torch(dtype, tol):
     with torch.no_grad():
         mod.weight.copy_(gamma), mod.bias.copy_(beta)
     assert (mod(x) - mine).abs().max() <= tol * ref.abs().max()
-    assert (torch.nn.LayerNorm(64, dtype=dtype)(x) - layer_norm(x, torch.ones(64, dtype=dtype), torch.zeros(64, dtype=dtype))).abs().max() <= tol * 10
+    assert (
+        torch.nn.LayerNorm(64, dtype=dtype)(x)
+        - layer_norm(x, torch.ones(64, dtype=dtype), torch.zeros(64, dtype=dtype))
+    ).abs().max() <= tol * 10
 
 
 @pytest.mark.parametrize("approx", ["tanh", "none"])

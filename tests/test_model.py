@@ -39,10 +39,19 @@ def test_tied_head_is_the_embedding():
     assert all(p is not m.token_embedding.weight for n, p in m.named_parameters() if n != "token_embedding.weight")
 
 
-@pytest.mark.parametrize("kw", [
-    {}, dict(norm="post"), dict(norm="none"), dict(layerscale=1e-4), dict(activation="swiglu"),
-    dict(bias=False), dict(d_model=48, n_head=6, mlp_dim=100, n_layer=5), dict(activation="relu", norm="post", layerscale=0.1),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        dict(norm="post"),
+        dict(norm="none"),
+        dict(layerscale=1e-4),
+        dict(activation="swiglu"),
+        dict(bias=False),
+        dict(d_model=48, n_head=6, mlp_dim=100, n_layer=5),
+        dict(activation="relu", norm="post", layerscale=0.1),
+    ],
+)
 def test_parameter_count_numel_and_formula_agree(kw):
     m = tiny(**kw)
     by_model = count_parameters(m)
@@ -67,7 +76,7 @@ def test_init_is_gpt2():
     torch.manual_seed(0)
     m = Andrea(replace(ANDREA_120M, n_layer=12))
     assert abs(float(m.blocks[0].attn.qkv.weight.detach().std()) - 0.02) < 5e-4
-    assert abs(float(m.blocks[0].mlp.proj.weight.detach().std()) - 0.02 / 24 ** 0.5) < 2e-4
+    assert abs(float(m.blocks[0].mlp.proj.weight.detach().std()) - 0.02 / 24**0.5) < 2e-4
     assert float(m.blocks[0].mlp.fc.bias.detach().abs().max()) == 0.0
 
 

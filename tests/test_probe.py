@@ -44,7 +44,9 @@ def test_boundaries_are_what_the_design_says():
     for blk in m.blocks:
         x = blk(x)
     x.retain_grad()
-    loss = torch.nn.functional.cross_entropy((m.final_norm(x) @ m.token_embedding.weight.T).reshape(-1, 101), tgt.reshape(-1))
+    loss = torch.nn.functional.cross_entropy(
+        (m.final_norm(x) @ m.token_embedding.weight.T).reshape(-1, 101), tgt.reshape(-1)
+    )
     loss.backward()
     assert np.isclose(r.grad_rms[-1], float(x.grad.pow(2).mean().sqrt()), rtol=1e-5)
     assert np.isclose(r.loss, loss.item(), rtol=1e-6)

@@ -17,14 +17,23 @@ import pytest
 from conftest import SITE, need
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def site_pages():
     if not SITE.exists():
         return []
-    return sorted(str(p.relative_to(SITE)) for p in list(SITE.glob("book/*.html")) + list(SITE.glob("notebooks/*.html")))
+    return sorted(
+        str(p.relative_to(SITE)) for p in list(SITE.glob("book/*.html")) + list(SITE.glob("notebooks/*.html"))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +85,7 @@ class Page:
             else:
                 self.external.append(url)
                 route.abort()
+
         return handle
 
     def close(self):
@@ -95,7 +105,9 @@ def test_page_offline_clean(browser, server, path):
         for i in range(imgs.count()):
             img = imgs.nth(i)
             assert (img.get_attribute("alt") or "").strip(), f"image without alt text: {img.get_attribute('src')}"
-            assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"image did not load: {img.get_attribute('src')}"
+            assert img.evaluate("i => i.complete && i.naturalWidth > 0"), (
+                f"image did not load: {img.get_attribute('src')}"
+            )
         for el in pg.locator(".andrea-explorer").all():
             pg.wait_for_function("e => e.getAttribute('data-ready') === '1'", arg=el.element_handle(), timeout=20000)
         assert p.external == [], f"requests left localhost: {p.external}"
@@ -164,18 +176,25 @@ def test_search_works_offline(browser, server):
 
 def _wait_for_text(pg, el_id, text):
     """Wait (up to 10 s) until the explorer's readout shows ``text``: Vega re-renders asynchronously."""
-    pg.wait_for_function("""([id, text]) => [...document.getElementById(id).querySelectorAll('g.mark-text.role-mark text')]
-                               .some(t => t.textContent.includes(text))""", arg=[el_id, text], timeout=10000)
+    pg.wait_for_function(
+        """([id, text]) => [...document.getElementById(id).querySelectorAll('g.mark-text.role-mark text')]
+                               .some(t => t.textContent.includes(text))""",
+        arg=[el_id, text],
+        timeout=10000,
+    )
 
 
 def _explorer_state(pg, el_id):
-    return pg.evaluate("""id => {
+    return pg.evaluate(
+        """id => {
         const el = document.getElementById(id);
         const lines = [...el.querySelectorAll('g.mark-line.role-mark path')].map(p => p.getAttribute('d'));
         const text = [...el.querySelectorAll('g.mark-text.role-mark text')].map(t => t.textContent).join(' ');
         const points = el.querySelectorAll('g.mark-symbol.role-mark path').length;
         return {lines, text, points};
-    }""", el_id)
+    }""",
+        el_id,
+    )
 
 
 def test_static_explorer_controls_change_the_plotted_data(browser, server):
@@ -234,8 +253,12 @@ def test_launch_buttons_open_notebooks_that_exist(site):
     assert pages
     for page in pages:
         html = page.read_text()
-        colab = re.findall(r'href="https://colab\.research\.google\.com/github/' + re.escape(gh) + r'/blob/main/([^"]+)"', html)
-        binder = re.findall(r'href="https://mybinder\.org/v2/gh/' + re.escape(gh) + r'/main\?urlpath=lab/tree/([^"]+)"', html)
+        colab = re.findall(
+            r'href="https://colab\.research\.google\.com/github/' + re.escape(gh) + r'/blob/main/([^"]+)"', html
+        )
+        binder = re.findall(
+            r'href="https://mybinder\.org/v2/gh/' + re.escape(gh) + r'/main\?urlpath=lab/tree/([^"]+)"', html
+        )
         assert colab and binder, page.name
         for path in colab:
             assert path.endswith(".ipynb") and (root / path).is_file(), f"{page.name}: Colab link to {path}"

@@ -23,10 +23,17 @@ def test_initial_state(w):
     assert all(getattr(c, "continuous_update", False) is False for c in (w.controls["depth"], w.controls["layerscale"]))
 
 
-@pytest.mark.parametrize("name, value, field", [
-    ("depth", 24, "depth"), ("norm", "post", "norm"), ("residual", False, "residual"),
-    ("layerscale", 1e-4, "layerscale"), ("seed", 3, "seed"), ("width", 128, "width"),
-])
+@pytest.mark.parametrize(
+    "name, value, field",
+    [
+        ("depth", 24, "depth"),
+        ("norm", "post", "norm"),
+        ("residual", False, "residual"),
+        ("layerscale", 1e-4, "layerscale"),
+        ("seed", 3, "seed"),
+        ("width", 128, "width"),
+    ],
+)
 def test_each_control_drives_the_display(w, name, value, field):
     before_png, before_grad = w.image.value, w.figure_data["grad_rms"].copy()
     w.controls[name].value = value
@@ -34,7 +41,9 @@ def test_each_control_drives_the_display(w, name, value, field):
     assert getattr(s, field) == value
     assert len(w.figure_data["grad_rms"]) == s.depth + 1
     assert w.image.value != before_png
-    assert not (len(before_grad) == len(w.figure_data["grad_rms"]) and np.array_equal(before_grad, w.figure_data["grad_rms"]))
+    assert not (
+        len(before_grad) == len(w.figure_data["grad_rms"]) and np.array_equal(before_grad, w.figure_data["grad_rms"])
+    )
     # what is drawn is exactly the probe of the displayed setting
     expected = E.probe(s, cache=None)
     assert np.allclose(w.figure_data["grad_rms"], expected.grad_rms, rtol=1e-6)
@@ -54,11 +63,14 @@ def test_reference_curve_is_plain_prenorm_same_depth():
     assert np.allclose(w.figure_data["reference_grad_rms"], ref.grad_rms)
 
 
-@pytest.mark.parametrize("settings, allowed", [
-    ({"norm": "post", "depth": 96}, {"ok", "diverged", "vanished"}),
-    ({"layerscale": 1.0, "depth": 96}, {"ok", "diverged", "vanished"}),
-    ({"residual": False, "depth": 96, "norm": "none"}, {"vanished", "diverged"}),
-])
+@pytest.mark.parametrize(
+    "settings, allowed",
+    [
+        ({"norm": "post", "depth": 96}, {"ok", "diverged", "vanished"}),
+        ({"layerscale": 1.0, "depth": 96}, {"ok", "diverged", "vanished"}),
+        ({"residual": False, "depth": 96, "norm": "none"}, {"vanished", "diverged"}),
+    ],
+)
 def test_extreme_settings_render_instead_of_raising(settings, allowed):
     w = GradientFlowExplorer(width=64)
     for k, v in settings.items():

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build the book with warnings as errors; keep the log; print where the index page is.
 # Notebook outputs are cached in _build/.jupyter_cache (an unchanged rebuild takes seconds); the cache is
-# dropped whenever the andrea package changes, since a chapter's outputs depend on it.
+# dropped whenever the andrea package or its stored results change, since a chapter's outputs depend on them.
+# At the end the chapters' Colab copies are written from the executed notebooks (tools/make_colab.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ANDREA_CACHE="${ANDREA_CACHE:-$PWD/.cache/andrea}"   # tokenizer, experiment results, explorer grid
 export ANDREA_BOOK_BUILD=1   # no progress bars in the executed pages
 mkdir -p _build
-hash=$(cat andrea/*.py | sha256sum | cut -c1-16)
+hash=$(cat andrea/*.py andrea/results/*.json | sha256sum | cut -c1-16)
 if [ "$(cat _build/.andrea-hash 2>/dev/null)" != "$hash" ]; then
   rm -rf _build/.jupyter_cache _build/html _build/jupyter_execute _build/.doctrees
   echo "$hash" > _build/.andrea-hash
@@ -16,5 +17,6 @@ start=$(date +%s)
 rm -f _build/book-build.ok
 set -o pipefail
 .venv/bin/jupyter-book build . --builder html -n -W --keep-going 2>&1 | tee _build/book-build.log
+.venv/bin/python tools/make_colab.py > /dev/null
 echo "$(( $(date +%s) - start ))" > _build/book-build.ok
 echo "Built in $(cat _build/book-build.ok) s. Open: file://$PWD/_build/html/index.html"

@@ -1,6 +1,6 @@
 """Write the labs in notebooks/ from the cell lists below (run once after editing; outputs are never stored).
 
-    .venv/bin/python tools/make_labs.py
+.venv/bin/python tools/make_labs.py
 """
 
 from pathlib import Path
@@ -36,8 +36,12 @@ of a freshly initialised ANDREA, and watch the gradient reach every block bounda
 the real model (`andrea.Andrea`) and runs one forward and backward pass with `andrea.gradient_flow` on a
 seeded batch of random tokens; results are cached, so returning to a setting is instant.
 
-The live explorer needs a running kernel: **launch this page** (rocket icon above) or run `make lab`.
-On the static site, the chart under it shows the same measurements, precomputed over a grid.
+**In a notebook** (`make lab`, Binder, Colab): run all cells (*Run ▸ Run All Cells*) and the live
+explorer appears below; a saved copy that is reopened shows "run this cell" in its place until the cell
+runs again, because a widget lives in its kernel.
+**On the book's site** there is no kernel: the live explorer's cell is shown but not run; the launch
+buttons at the top of the page open this lab as a notebook, and the precomputed chart further down works
+right on the page.
 """),
     code(INSTALL, tags=["remove-cell"]),
     code("""
@@ -56,18 +60,25 @@ the gradient at the embeddings to the gradient at the top of the stack (1 means 
 the same gradient). A setting whose forward or backward pass produces inf or NaN is drawn as far as it
 got and labelled *diverged*; a gradient that underflows to zero is labelled *vanished*.
 """),
-    code("""
+    code(
+        """
 from andrea.widgets import GradientFlowExplorer
 explorer = GradientFlowExplorer(depth=24, layerscale=None, norm="pre")
 explorer
-""", tags=["skip-execution"]),
+""",
+        tags=["skip-execution"],
+    ),
     md("""
-On the static site (no kernel) the same measurements, precomputed for a grid of settings:
+The same measurements, precomputed for a grid of settings (on the book's site this chart needs no kernel;
+in a notebook it is drawn by the notebook's own Vega-Lite renderer):
 """),
-    code("""
+    code(
+        """
 from andrea.static_explorer import StaticExplorer
 StaticExplorer(depth=24, layerscale=None, norm="pre", name="explorer-lab1")
-""", tags=["remove-input"]),
+""",
+        tags=["remove-input"],
+    ),
     md("""
 ## Guided questions
 
@@ -90,7 +101,8 @@ LayerNorm after the first residual addition do to a gradient?)
 """),
     code("""
 r = E.probe(E.Setting(depth=24, norm="post"))
-print(f"gradient at boundary 0 / boundary 1 = {r.grad_rms[0] / r.grad_rms[1]:.1f};  1 / RMS(embeddings) = {1 / r.act_rms[0]:.1f}")
+print(f"gradient at boundary 0 / boundary 1 = {r.grad_rms[0] / r.grad_rms[1]:.1f}")
+print(f"1 / RMS(embeddings) = {1 / r.act_rms[0]:.1f}")
 """),
     md("""
 **3.** Pre-norm at depth 96: sweep λ₀ from off through 1 down to 10⁻⁶. How does the ratio between the
@@ -99,7 +111,8 @@ gradient at the embeddings and at the top change, and the stream's growth?
     code("""
 for lam in (None, 1.0, 1e-1, 1e-2, 1e-4, 1e-6):
     r = E.probe(E.Setting(depth=96, layerscale=lam))
-    print(f"lambda0 = {E.lambda_label(lam):>6s}: embeddings/top gradient = {r.grad_ratio:6.3f}, "
+    print(f"lambda0 = {E.lambda_label(lam):>6s}: "
+          f"embeddings/top gradient = {r.grad_ratio:6.3f}, "
           f"stream RMS grows {r.act_rms[-1] / r.act_rms[0]:6.3f}x")
 """),
     md("""
@@ -115,7 +128,9 @@ print("embeddings/top gradient over 5 seeds:", [round(x, 3) for x in ratios])
 residual path off. The explorer shows them as what they are instead of failing.
 """),
     code("""
-for s in (E.Setting(depth=96, norm="post", layerscale=1.0), E.Setting(depth=96, norm="none", residual=False)):
+extreme = (E.Setting(depth=96, norm="post", layerscale=1.0),
+           E.Setting(depth=96, norm="none", residual=False))
+for s in extreme:
     print(s.label(), "->", E.summary(E.probe(s)))
 """),
 ]
@@ -137,7 +152,8 @@ from dataclasses import replace
 import torch
 from andrea import Andrea, count_parameters, gradient_flow
 from andrea.data import load_token_data, python_docs_corpus, corpus_stats
-from andrea.notebook import setup, show_progress
+from andrea.notebook import setup
+from andrea.progress import show_progress
 from andrea.train import PRESETS, sample, train
 from andrea import plots
 device = setup(seed=0)
@@ -154,10 +170,12 @@ text = python_docs_corpus()
 print(corpus_stats(text))
 data = load_token_data("bpe")
 tok = data.tokenizer
-print(f"vocabulary: {tok.vocab_size} tokens;  train {len(data.train):,} tokens, validation {len(data.val):,}")
+print(f"vocabulary: {tok.vocab_size} tokens")
+print(f"train {len(data.train):,} tokens, validation {len(data.val):,}")
 example = "GELU(x) = x * Φ(x): a smooth ReLU.  🚀"
 ids = tok.encode(example)
-print(len(example), "characters ->", len(ids), "tokens; round trip exact:", tok.decode(ids) == example)
+print(len(example), "characters ->", len(ids), "tokens")
+print("round trip exact:", tok.decode(ids) == example)
 """),
     md("""
 ## Train
@@ -172,11 +190,14 @@ train_cfg = replace(train_cfg, steps=200, eval_every=50)
 print(f"{count_parameters(model_cfg)['total']:,} parameters")
 result = train(model_cfg, train_cfg, data, device=device, progress=show_progress())
 h = result.history
-print(f"loss {h['loss'][0]:.2f} -> {h['loss'][-1]:.2f};  validation {h['val_loss']};  {result.tokens_per_s:,.0f} tokens/s")
+print(f"loss {h['loss'][0]:.2f} -> {h['loss'][-1]:.2f};  validation {h['val_loss']}")
+print(f"{result.tokens_per_s:,.0f} tokens/s")
 """),
     code("""
-fig = plots.loss_curves_figure([dict(h, steps=h["step"], panel="tiny preset", run="ANDREA tiny", diverged=result.diverged)],
-                               facet="panel", color="run", labels=lambda k, v: v, title="Training loss")
+run = dict(h, steps=h["step"], panel="tiny preset", run="ANDREA tiny",
+           diverged=result.diverged)
+fig = plots.loss_curves_figure([run], facet="panel", color="run", labels=lambda k, v: v,
+                               title="Training loss")
 """),
     md("""
 ## Sample
@@ -200,10 +221,12 @@ x, y = data.batch("val", 8, 64, g)
 trained = gradient_flow(result.model.cpu(), x, y)
 torch.manual_seed(train_cfg.seed)
 fresh = gradient_flow(Andrea(model_cfg), x, y)
-fig = plots.gradient_flow_figure(trained, fresh, label=f"trained (loss {trained.loss:.2f})",
+fig = plots.gradient_flow_figure(trained, fresh,
+                                 label=f"trained (loss {trained.loss:.2f})",
                                  reference_label=f"untrained (loss {fresh.loss:.2f})",
                                  title="The tiny model before and after 200 steps")
-print(f"embeddings/top gradient ratio: untrained {fresh.grad_ratio:.2f}, trained {trained.grad_ratio:.2f}")
+print(f"embeddings/top gradient ratio: untrained {fresh.grad_ratio:.2f}, "
+      f"trained {trained.grad_ratio:.2f}")
 """),
     md("""
 **Questions.** How did training change the size of the residual stream? Which boundaries receive more

@@ -32,7 +32,16 @@ FILES = {  # package -> [(path inside the tarball, destination under DEST)]
     "vega-embed": [("package/build/vega-embed.min.js", "vega-embed.min.js")],
     "mathjax": [("package/es5/", "mathjax/")],
 }
-MATHJAX_SKIP = ("output/svg", "input/asciimath", "input/mml", "mml-", "tex-svg", "tex-mml", "tex-chtml-full", "tex-svg-full")
+MATHJAX_SKIP = (
+    "output/svg",
+    "input/asciimath",
+    "input/mml",
+    "mml-",
+    "tex-svg",
+    "tex-mml",
+    "tex-chtml-full",
+    "tex-svg-full",
+)
 
 
 def fetch(name: str, version: str) -> Path:
@@ -41,8 +50,11 @@ def fetch(name: str, version: str) -> Path:
     if not tgz.exists():
         print(f"  npm pack {name}@{version}")
         try:
-            subprocess.run(["npm", "pack", f"{name}@{version}", "--silent", "--pack-destination", str(CACHE)],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                ["npm", "pack", f"{name}@{version}", "--silent", "--pack-destination", str(CACHE)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         except FileNotFoundError:
             sys.exit("vendor_js: npm is not installed; install Node.js (Debian: apt-get install npm)")
         except subprocess.CalledProcessError as e:
@@ -63,7 +75,7 @@ def main() -> None:
                         is_dir = src.endswith("/")
                         if not m.isfile() or not (m.name.startswith(src) if is_dir else m.name == src):
                             continue
-                        rel = m.name[len(src):]
+                        rel = m.name[len(src) :]
                         if name == "mathjax" and (any(s in rel for s in MATHJAX_SKIP) or rel.endswith(".map")):
                             continue
                         out = tmp_dest / (dst + rel if src.endswith("/") else dst)

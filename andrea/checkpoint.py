@@ -1,0 +1,193 @@
+"""A training run's folder: one writer at a time, checked before step 1, checkpoints that resume exactly.
+
+``RunDir(out)`` is what ``andrea.train`` uses for ``--out``:
+
+* it makes sure the folder can be written before any training happens (a file in its place, a
+  read-only or uncreatable path is a ``ValueError`` at once, not at the first save);
+* it takes a lock (``out/.lock``), so a second run into the same folder is refused with the first
+  run's process id instead of both writing the same ``last.pt``;
+* ``save`` writes ``last.pt`` atomically (``Andrea.save``: a unique temporary file, then a rename);
+* ``resume_state`` reads ``last.pt`` back and checks that it is a training checkpoint made with the
+  same model, training settings and corpus, naming every field that differs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Optional
+
+from .config import AndreaConfig
+from .files import temporary_name
+from .model import read_checkpoint
+
+try:  # POSIX advisory locks; on other systems runs are not locked (one writer is then up to you)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+TRAINING_KEYS = ("step", "history", "optimizer", "generator", "train_config")
+
+
+def config_changes(old: dict, new: dict, skip: tuple = ()) -> list[str]:
+    """'name: old -> new' for every key whose value differs (keys in ``skip`` are ignored)."""
+    out = []
+    for k in sorted(set(old) | set(new)):
+        if k in skip:
+            continue
+        a, b = old.get(k, "(absent)"), new.get(k, "(absent)")
+        if a != b:
+            out.append(f"{k}: {a!r} (checkpoint) -> {b!r} (now)")
+    return out
+
+
+class RunDir:
+    """The folder of one training run (see the module docstring)."""
+
+    def __init__(self, out: os.PathLike | str):
+        self.path = Path(out)
+        self.checkpoint = self.path / "last.pt"
+        self._lock_file: Optional[IO[str]] = None
+        self._check_writable()
+
+    def _check_writable(self) -> None:
+        p = self.path
+        if p.exists() and not p.is_dir():
+            raise ValueError(f"--out {str(p)!r} is a file, not a folder: choose a folder for the checkpoints")
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+            probe = temporary_name(p / "write-test")
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            raise ValueError(
+                f"--out {str(p)!r} cannot be written ({e.strerror or type(e).__name__}): "
+                "choose a folder you can write to"
+            ) from None
+
+    # -- one writer per folder --------------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the folder's lock, or raise ValueError naming the process that holds it."""
+        if fcntl is None or self._lock_file is not None:
+            return
+        f = open(self.path / ".lock", "a+")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            holder = f.read().strip() or "unknown"
+            f.close()
+            raise ValueError(
+                f"another training run (process {holder}) is writing to {str(self.path)!r}; "
+                "wait for it to finish, or choose another --out"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        self._lock_file = f
+
+    def unlock(self) -> None:
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
+            self._lock_file.close()
+            self._lock_file = None
+
+    def __enter__(self) -> "RunDir":
+        self.lock()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.unlock()
+
+    # -- starting fresh or resuming -----------------------------------------------------------------
+    def check_fresh(self, overwrite: bool) -> None:
+        """A fresh run must not silently replace an existing checkpoint."""
+        if self.checkpoint.exists() and not overwrite:
+            raise ValueError(
+                f"{str(self.checkpoint)!r} already holds a checkpoint: pass --resume to continue "
+                "that run, --overwrite to replace it, or choose another --out"
+            )
+
+    def resume_state(self, model_cfg: AndreaConfig, train_cfg, data_digest: str, allow_changes: bool) -> dict:
+        """The checkpoint's contents, after checking it can continue this run exactly."""
+        if not self.checkpoint.exists():
+            raise FileNotFoundError(f"--resume: no checkpoint at {str(self.checkpoint)!r} to resume from")
+        blob = read_checkpoint(self.checkpoint)
+        extra = blob["extra"]
+        missing = [k for k in TRAINING_KEYS if k not in extra]
+        if missing:
+            raise ValueError(
+                f"--resume: {str(self.checkpoint)!r} holds model weights but no training state "
+                f"(no {', '.join(missing)}), as Andrea.save writes; load its weights with "
+                "Andrea.load(path), or start a fresh run with --overwrite"
+            )
+        model_changes = config_changes(blob["config"], model_cfg.to_dict())
+        if model_changes:  # another model cannot continue these weights, whatever the flags
+            raise ValueError(
+                f"--resume: the checkpoint at {str(self.checkpoint)!r} holds a different model: "
+                + "; ".join(model_changes)
+                + ". Use the same preset and model settings, or another --out"
+            )
+        now = asdict(train_cfg)
+        changes = [f"training {c}" for c in config_changes(extra["train_config"], now, skip=("steps", "compile"))]
+        if extra.get("data_digest", data_digest) != data_digest:
+            changes.append(f"corpus: {extra.get('data_digest')!r} (checkpoint) -> {data_digest!r} (now)")
+        if changes and not allow_changes:
+            raise ValueError(
+                f"--resume: this run differs from the checkpoint at {str(self.checkpoint)!r}: "
+                + "; ".join(changes)
+                + ". Resume with the checkpoint's settings, or pass "
+                "--allow-changes to continue with the new ones"
+            )
+        _check_training_state(self.checkpoint, blob, model_cfg, train_cfg)
+        step = int(extra["step"])
+        if step >= train_cfg.steps:
+            raise ValueError(
+                f"--resume: the checkpoint is already at step {step}, so --steps {train_cfg.steps} "
+                f"would train nothing: pass --steps larger than {step}"
+            )
+        blob["changes"] = changes
+        return blob
+
+
+def _check_training_state(path: Path, blob: dict, model_cfg: AndreaConfig, train_cfg) -> None:
+    """Everything a resume will load must load: the optimizer state, the batch sampler's state, the
+    history. A hostile or damaged checkpoint is a ValueError here, not a traceback at step 1."""
+    import torch
+
+    from .model import Andrea
+    from .train import make_optimizer
+
+    extra = blob["extra"]
+    where = f"--resume: {str(path)!r}"
+    if not isinstance(extra["step"], int) or isinstance(extra["step"], bool) or extra["step"] < 0:
+        raise ValueError(f"{where} has a malformed step {extra['step']!r}")
+    history = extra["history"]
+    if not isinstance(history, dict) or not all(isinstance(history.get(k), list) for k in ("step", "loss", "val_loss")):
+        raise ValueError(f"{where} has a malformed training history")
+    try:
+        torch.Generator().set_state(extra["generator"])
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"{where} has an unusable batch-sampler state ({type(e).__name__})") from None
+    model = Andrea(AndreaConfig(**blob["config"]))
+    model.load_state_dict(blob["state_dict"])
+    try:
+        make_optimizer(model, train_cfg).load_state_dict(extra["optimizer"])
+    except (ValueError, KeyError, TypeError, RuntimeError) as e:
+        raise ValueError(
+            f"{where} has an optimizer state that does not fit the model ({type(e).__name__}: "
+            f"{str(e).splitlines()[0][:120] if str(e) else ''})"
+        ) from None
+
+
+def describe(path: Optional[Path]) -> str:
+    """'last.pt (step N)' for a readable training checkpoint, else a plain description."""
+    if path is None or not path.exists():
+        return "no checkpoint was written"
+    try:
+        step = read_checkpoint(path)["extra"].get("step")
+    except (ValueError, OSError):
+        return f"{path} (unreadable)"
+    return f"{path} (step {step})"

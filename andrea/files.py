@@ -1,0 +1,153 @@
+"""Files the package writes: the cache directory, atomic writes, checksummed caches, source hashes.
+
+Everything ``andrea`` writes goes through here, so that
+
+* a write is atomic: the bytes go to a temporary file with a unique name in the same folder, which
+  then replaces the target in one step; two processes writing the same file never share a temporary
+  file, and an interrupted write never leaves a half-written target;
+* a cache file is checked before it is used: ``write_cached`` stores a sidecar ``<name>.sha256``
+  with the checksum, the size and the hash of the code that produced the file; ``read_cached``
+  returns ``None`` (and says why, naming the path) when the file is missing, truncated, altered or
+  made by other code, so the caller rebuilds it instead of using it;
+* a result can be tied to the code that made it: ``source_hash`` hashes the syntax tree of modules
+  (comments, docstrings and formatting do not count, so reformatting invalidates nothing).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import sys
+import uuid
+import warnings
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+PathLike = Union[str, Path]
+
+
+def cache_dir() -> Path:
+    """Where tokenizers, corpora and token ids are cached ($ANDREA_CACHE or ~/.cache/andrea)."""
+    d = Path(os.environ.get("ANDREA_CACHE") or Path.home() / ".cache" / "andrea")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def temporary_name(path: PathLike) -> Path:
+    """A temporary file name next to ``path``, unique to this process and call."""
+    p = Path(path)
+    return p.with_name(f".{p.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (unique temporary file, fsync, then rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_name(p)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return p
+
+
+def atomic_write_text(path: PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def write_cached(path: PathLike, data: bytes, code: str) -> Path:
+    """Write a cache file atomically, then its sidecar (checksum, size, producing code's hash)."""
+    p = atomic_write_bytes(path, data)
+    meta = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "code": code}
+    atomic_write_text(_sidecar(p), json.dumps(meta))
+    return p
+
+
+def read_cached(path: PathLike, code: str) -> Optional[bytes]:
+    """The bytes of a cache file written by ``write_cached`` with the same ``code`` hash, or None.
+
+    A file that exists but fails a check is reported (a warning naming the path and the reason)
+    and removed, so the caller rebuilds it.
+    """
+    p = Path(path)
+    if not p.is_file():
+        return None
+    reason = None
+    try:
+        meta = json.loads(_sidecar(p).read_text())
+        data = p.read_bytes()
+        if not isinstance(meta, dict):
+            reason = "its checksum file is not a JSON object"
+        elif meta.get("code") != code:
+            reason = "it was made by a different version of the code"
+        elif len(data) != meta.get("size"):
+            reason = f"it has {len(data)} bytes, {meta.get('size')} were written (truncated or altered)"
+        elif hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+            reason = "its checksum does not match (corrupted or altered)"
+    except FileNotFoundError:
+        reason = "its checksum file is missing (an interrupted or foreign write)"
+    except (OSError, ValueError) as e:
+        reason = f"its checksum file is unreadable ({type(e).__name__})"
+    if reason is None:
+        return data
+    warnings.warn(f"andrea: ignoring the cache file {str(p)!r}: {reason}; rebuilding it", stacklevel=3)
+    for q in (p, _sidecar(p)):
+        try:
+            q.unlink()
+        except FileNotFoundError:
+            pass
+    return None
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.body and _is_docstring(node.body[0]):
+                node.body = node.body[1:] or [ast.Pass()]
+    return tree
+
+
+def _blank_annotations(tree: ast.AST) -> ast.AST:
+    """Type hints do not change what code computes: replace each by one placeholder (kept, so that a
+    dataclass field stays a field)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign):
+            node.annotation = ast.Constant("annotation")
+        elif isinstance(node, ast.arg):
+            node.annotation = None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+    return tree
+
+
+def code_hash(source: str) -> str:
+    """Hash of Python source by its syntax tree: comments, docstrings, type hints and layout do not
+    count, so reformatting or annotating code invalidates no result."""
+    tree = _blank_annotations(_strip_docstrings(ast.parse(source)))
+    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()[:16]
+
+
+def source_hash(modules: Iterable[str]) -> str:
+    """Combined ``code_hash`` of ``andrea`` modules given by name (e.g. ``["model", "train"]``)."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for name in sorted(modules):
+        h.update(name.encode())
+        h.update(code_hash((here / f"{name}.py").read_text(encoding="utf-8")).encode())
+    h.update(f"py{sys.version_info.major}".encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,221 @@
+"""One rule for every verdict in the book, decided from the numbers.
+
+The labels:
+
+* ``confirmed``: the claim's prediction holds: the deciding difference lies on the predicted side,
+  with its whole 95 % interval beyond the stated margin (0 unless a chapter says otherwise);
+* ``not reproduced``: the opposite was measured: the whole interval lies on the other side;
+* ``inconclusive``: the interval contains the margin: the difference is within the noise (a "win"
+  inside the noise is no win for either side);
+* ``qualified``: the claim holds in some of the tested regimes and not in others;
+* ``corrected``: a number the source states is off by more than the tolerance (the book gives the
+  measured one);
+* ``not testable``: nothing this book can run measures it.
+
+Intervals are Student-t intervals on the mean of per-seed values (or of paired per-seed
+differences, which remove what two arms share: the initial weights and the batches of a seed).
+With one value there is no interval, and the verdict is ``inconclusive`` unless the claim is
+exact (``exact``), as a property of the architecture is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+LABELS = ("confirmed", "corrected", "qualified", "not reproduced", "inconclusive", "not testable")
+
+# Two-sided 95 % quantiles of Student's t, t_{0.975}(df), df = 1..30 (standard table values).
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
+
+
+def t975(df: int) -> float:
+    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if df <= 30:
+        return _T975[df - 1]
+    return 1.96 + 2.4 / df  # within 0.003 of the exact value for df > 30
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    lo: float
+    hi: float
+    n: int
+
+    def __str__(self) -> str:
+        if self.n < 2:
+            return f"{self.mean:+.3g} (one value, no interval)"
+        return f"{self.mean:+.3g} [{self.lo:+.3g}, {self.hi:+.3g}] (95 % CI, n = {self.n})"
+
+    def format(self, fmt: str = ".3f") -> str:
+        if self.n < 2:
+            return f"{self.mean:{fmt}} (n = 1)"
+        return f"{self.mean:{fmt}} [{self.lo:{fmt}}, {self.hi:{fmt}}]"
+
+
+def interval(values: Iterable[float]) -> Interval:
+    """Mean and 95 % Student-t interval of ``values`` (non-finite values are an error)."""
+    v = [float(x) for x in values]
+    if not v:
+        raise ValueError("interval of no values")
+    if not all(math.isfinite(x) for x in v):
+        raise ValueError(f"interval of non-finite values: {v}")
+    n = len(v)
+    m = sum(v) / n
+    if n < 2:
+        return Interval(m, m, m, n)
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1))
+    h = t975(n - 1) * sd / math.sqrt(n)
+    return Interval(m, m - h, m + h, n)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    reason: str  # one sentence, generated from the numbers
+    interval: Interval | None = None
+
+    def __post_init__(self):
+        if self.label not in LABELS:
+            raise ValueError(f"verdict label must be one of {LABELS}, got {self.label!r}")
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.reason}"
+
+
+def compare(
+    diffs: Sequence[float], predicted: str, margin: float = 0.0, what: str = "the difference", exact: bool = False
+) -> Verdict:
+    """Decide a prediction about the sign of ``diffs`` (per-seed values or paired differences).
+
+    ``predicted`` is "positive" (the claim predicts diffs > margin) or "negative" (diffs < -margin).
+    ``exact``: the quantity has no noise (a property of the architecture), so one value decides.
+    """
+    if predicted not in ("positive", "negative"):
+        raise ValueError(f"predicted must be 'positive' or 'negative', got {predicted!r}")
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0, got {margin}")
+    ci = interval(diffs)
+    sign = 1 if predicted == "positive" else -1
+    lo, hi = (ci.lo, ci.hi) if sign > 0 else (-ci.hi, -ci.lo)  # in the predicted direction
+    if ci.n < 2 and not exact:
+        return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
+    side = "above" if sign > 0 else "below"
+    bound = f"{sign * margin:+.3g}" if margin else "0"
+    if lo > margin:
+        return Verdict("confirmed", f"{what} is {ci} — entirely {side} {bound}, as predicted", ci)
+    if hi < -margin:
+        return Verdict("not reproduced", f"{what} is {ci} — entirely on the other side of {bound}", ci)
+    return Verdict("inconclusive", f"{what} is {ci} — the interval contains {bound}: within the noise", ci)
+
+
+def fisher_one_sided(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
+    """P(at least k_a of the events fall in group a | k_a + k_b events, group sizes n_a, n_b):
+    Fisher's exact test of "events are more frequent in a than in b" (hypergeometric tail)."""
+    from math import comb
+
+    k = k_a + k_b
+    total = comb(n_a + n_b, k)
+    return sum(comb(n_a, i) * comb(n_b, k - i) for i in range(k_a, min(n_a, k) + 1)) / total
+
+
+def counts(
+    k_a: int, n_a: int, k_b: int, n_b: int, what: str = "runs that diverged", names: tuple = ("A", "B")
+) -> Verdict:
+    """Decide "event (e.g. divergence) is more frequent in A than in B" from counts over seeds,
+    by Fisher's exact test at the 5 % level in each direction."""
+    for k, n in ((k_a, n_a), (k_b, n_b)):
+        if not (0 <= k <= n) or n < 1:
+            raise ValueError(f"counts need 0 <= k <= n and n >= 1, got {k} of {n}")
+    p_more = fisher_one_sided(k_a, n_a, k_b, n_b)
+    p_less = fisher_one_sided(k_b, n_b, k_a, n_a)
+    said = f"{what}: {names[0]} {k_a}/{n_a}, {names[1]} {k_b}/{n_b}"
+    if p_more < 0.05:
+        return Verdict("confirmed", f"{said} (Fisher's exact p = {p_more:.2g}), as predicted")
+    if p_less < 0.05:
+        return Verdict("not reproduced", f"{said}: the opposite (p = {p_less:.2g})")
+    return Verdict("inconclusive", f"{said}: no difference beyond chance (p = {p_more:.2g})")
+
+
+def numeric(stated: float, measured: float, rel_tol: float = 0.05, what: str = "the value") -> Verdict:
+    """A number the source states vs the measured one: confirmed within ``rel_tol``, else corrected."""
+    if not (math.isfinite(stated) and math.isfinite(measured)):
+        raise ValueError(f"numeric verdict needs finite numbers, got {stated!r} and {measured!r}")
+    err = abs(measured - stated) / max(abs(stated), 1e-300)
+    if err <= rel_tol:
+        return Verdict("confirmed", f"{what}: stated {stated:.4g}, measured {measured:.4g} (within {rel_tol:.0%})")
+    return Verdict("corrected", f"{what}: stated {stated:.4g}, measured {measured:.4g} (off by {err:.0%})")
+
+
+def exact(error: float, tol: float, what: str = "the difference") -> Verdict:
+    """An identity of the code (two computations that must agree): confirmed when they agree to
+    ``tol``, corrected (the statement is wrong as written) when they do not."""
+    if not math.isfinite(error):
+        return Verdict("corrected", f"{what} is not finite")
+    if abs(error) <= tol:
+        return Verdict("confirmed", f"{what} is {error:.2g} (at most {tol:g})")
+    return Verdict("corrected", f"{what} is {error:.2g}, more than {tol:g}")
+
+
+def combine(verdicts: Mapping[str, Verdict]) -> Verdict:
+    """One verdict for a claim tested in several regimes (keys name the regimes).
+
+    All confirmed: confirmed. Some confirmed and some not: qualified. None confirmed: not
+    reproduced if any regime measured the opposite, else inconclusive.
+    """
+    if not verdicts:
+        raise ValueError("combine needs at least one verdict")
+    labels = {k: v.label for k, v in verdicts.items()}
+    yes = [k for k, lab in labels.items() if lab == "confirmed"]
+    no = [k for k, lab in labels.items() if lab != "confirmed"]
+    if not no:
+        return Verdict("confirmed", "confirmed in every tested regime (" + ", ".join(yes) + ")")
+    if yes:
+        return Verdict(
+            "qualified", "confirmed in " + ", ".join(yes) + "; not in " + ", ".join(f"{k} ({labels[k]})" for k in no)
+        )
+    if any(lab == "not reproduced" for lab in labels.values()):
+        return Verdict(
+            "not reproduced",
+            "in no tested regime; the opposite in " + ", ".join(k for k in no if labels[k] == "not reproduced"),
+        )
+    return Verdict("inconclusive", "within the noise in every tested regime (" + ", ".join(no) + ")")
+
+
+def not_testable(reason: str) -> Verdict:
+    return Verdict("not testable", reason)

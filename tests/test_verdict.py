@@ -1,0 +1,83 @@
+"""The book's one verdict rule, on made-up results where the right answer is known."""
+
+import math
+
+import pytest
+
+from andrea import verdict as V
+
+
+def test_t_quantiles_match_the_table_and_converge_to_the_normal():
+    assert V.t975(1) == 12.706 and V.t975(2) == 4.303 and V.t975(30) == 2.042
+    assert abs(V.t975(60) - 2.000) < 0.005 and abs(V.t975(1000) - 1.962) < 0.005
+    with pytest.raises(ValueError):
+        V.t975(0)
+
+
+def test_interval_of_known_values():
+    ci = V.interval([1.0, 2.0, 3.0])
+    assert ci.mean == 2.0 and ci.n == 3
+    assert math.isclose(ci.hi - ci.mean, 4.303 * 1.0 / math.sqrt(3), rel_tol=1e-9)
+    assert V.interval([5.0]).lo == V.interval([5.0]).hi == 5.0
+    with pytest.raises(ValueError):
+        V.interval([1.0, float("nan")])
+
+
+def test_a_clear_win_in_the_predicted_direction_is_confirmed():
+    assert V.compare([0.10, 0.12, 0.11], "positive").label == "confirmed"
+    assert V.compare([-0.10, -0.12, -0.11], "negative").label == "confirmed"
+
+
+def test_a_clear_win_the_other_way_is_not_reproduced():
+    assert V.compare([-0.10, -0.12, -0.11], "positive").label == "not reproduced"
+
+
+def test_overlapping_intervals_are_inconclusive_whoever_is_ahead():
+    # ahead on average, but the interval contains zero: no win for either side
+    assert V.compare([0.3, -0.1, 0.05], "positive").label == "inconclusive"
+    assert V.compare([-0.3, 0.1, -0.05], "positive").label == "inconclusive"
+
+
+def test_a_margin_must_be_beaten_not_just_zero():
+    assert V.compare([0.10, 0.11, 0.12], "positive", margin=0.05).label == "confirmed"
+    assert V.compare([0.04, 0.05, 0.06], "positive", margin=0.05).label == "inconclusive"
+
+
+def test_one_run_decides_nothing_unless_the_quantity_is_exact():
+    assert V.compare([0.5], "positive").label == "inconclusive"
+    assert V.compare([0.5], "positive", exact=True).label == "confirmed"
+
+
+def test_the_reason_is_generated_from_the_numbers():
+    v = V.compare([0.10, 0.12, 0.11], "positive", what="ReLU minus GELU")
+    assert "ReLU minus GELU is +0.11" in v.reason and "95 % CI, n = 3" in v.reason
+
+
+def test_numeric_claims_confirmed_within_tolerance_else_corrected():
+    assert V.numeric(85e6, 85.05e6, rel_tol=0.05).label == "confirmed"
+    v = V.numeric(120e6, 98.9e6, rel_tol=0.05, what="total parameters")
+    assert v.label == "corrected" and "off by 18%" in v.reason
+
+
+def test_regimes_combine():
+    yes = V.Verdict("confirmed", "")
+    no = V.Verdict("not reproduced", "")
+    maybe = V.Verdict("inconclusive", "")
+    assert V.combine({"a": yes, "b": yes}).label == "confirmed"
+    assert V.combine({"bites": yes, "control": maybe}).label == "qualified"
+    assert V.combine({"a": no, "b": maybe}).label == "not reproduced"
+    assert V.combine({"a": maybe, "b": maybe}).label == "inconclusive"
+
+
+def test_counts_use_fishers_exact_test():
+    assert math.isclose(V.fisher_one_sided(3, 3, 0, 3), 1 / 20)
+    assert V.counts(3, 3, 0, 3).label == "inconclusive"  # p = 0.05 is not below 0.05
+    assert V.counts(6, 6, 0, 6).label == "confirmed"
+    assert V.counts(0, 6, 6, 6).label == "not reproduced"
+
+
+def test_labels_are_checked():
+    with pytest.raises(ValueError):
+        V.Verdict("probably", "")
+    with pytest.raises(ValueError):
+        V.compare([1.0, 2.0], "up")
