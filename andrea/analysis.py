@@ -431,12 +431,23 @@ def layerscale_growth(lam0: float, lr: float, steps: int = 300, level: float = 0
     record the largest and the mean |lambda| after every step: how fast do the lambdas open?
 
     Returns {"steps_to_level": first step at which the largest |lambda| reaches ``level`` (None if
-    it does not within ``steps``), "max": [...], "mean": [...]}."""
+    it does not within ``steps``), "max": [...], "mean": [...], "step": [...], "straightness":
+    mean over the lambdas of |lambda_end - lambda_0| / (sum of |each step's change|): 1 for a
+    lambda that always moves the same way, near 0 for one that goes back and forth}."""
     from .data import load_token_data
     from .train import TrainConfig, train
 
+    state: dict = {}
+
     def monitor(model):
-        lams = torch.cat([p.detach().abs().flatten() for n, p in model.named_parameters() if ".ls_" in n])
+        lam = torch.cat([p.detach().flatten() for n, p in model.named_parameters() if ".ls_" in n])
+        if "prev" in state:
+            state["path"] += (lam - state["prev"]).abs()
+        else:  # first call: after step 1; lambda_0 is the configured initial value
+            state["first"] = torch.full_like(lam, lam0)
+            state["path"] = (lam - state["first"]).abs()
+        state["prev"] = lam.clone()
+        lams = lam.abs()
         return {"max": float(lams.max()), "mean": float(lams.mean())}
 
     data = load_token_data("bytes")
@@ -445,4 +456,12 @@ def layerscale_growth(lam0: float, lr: float, steps: int = 300, level: float = 0
     hist = train(cfg, t, data, device="cpu", progress=False, monitor=monitor).history["monitor"]
     mx = [h["max"] for h in hist]
     hit = next((h["step"] for h in hist if h["max"] >= level), None)
-    return {"steps_to_level": hit, "max": mx, "mean": [h["mean"] for h in hist], "step": [h["step"] for h in hist]}
+    net = (state["prev"] - state["first"]).abs()
+    straight = float((net / state["path"].clamp_min(1e-30)).mean())
+    return {
+        "steps_to_level": hit,
+        "max": mx,
+        "mean": [h["mean"] for h in hist],
+        "step": [h["step"] for h in hist],
+        "straightness": straight,
+    }

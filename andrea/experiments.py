@@ -40,7 +40,7 @@ def _cell(label: dict, model: AndreaConfig, train: TrainConfig, monitor=None) ->
 
 def ch1_residual() -> store.Grid:
     cells = []
-    for depth in (3, 6, 12, 24):
+    for depth in (1, 2, 3, 6, 12, 24):
         for arm in ("residual", "no residual", "no residual, controls off", "no residual, Xavier init"):
             m = replace(BASE, n_layer=depth, residual=arm == "residual")
             if arm.endswith("controls off"):  # the two confounds of the gradient collapse at init
@@ -49,14 +49,24 @@ def ch1_residual() -> store.Grid:
                 m = replace(m, init="xavier")
             for seed in SEEDS:
                 cells.append(_cell({"depth": depth, "arm": arm, "seed": seed}, m, replace(BASE_TRAIN, seed=seed)))
+    for depth in (3, 12):  # is the residual-free failure a matter of the learning rate?
+        for seed in SEEDS:
+            cells.append(
+                _cell(
+                    {"depth": depth, "arm": "no residual, lr 0.001", "seed": seed},
+                    replace(BASE, n_layer=depth, residual=False),
+                    replace(BASE_TRAIN, lr=1e-3, seed=seed),
+                )
+            )
     return store.Grid(
         "ch1_residual",
-        "Residual vs residual-free pre-norm stacks of 3 to 24 blocks, trained",
+        "Residual vs residual-free pre-norm stacks of 1 to 24 blocks, trained",
         "Without the residual path a stack gets harder to train as it gets deeper: its final validation loss "
         "is higher than the residual stack's, by more at greater depth. The arm with LayerNorm's epsilon at "
         "1e-12 and no depth-scaled init tests whether the gradient collapse these two cause at initialisation "
         "is what decides, and the arm with Xavier's variance-preserving initialisation whether small initial "
-        "weights are.",
+        "weights are; a lower learning rate (1e-3) for the residual-free stack at 3 and 12 blocks tests whether "
+        "the learning rate is.",
         tuple(cells),
         check=0,
     )
@@ -90,10 +100,10 @@ def ch2_norm_lr() -> store.Grid:
 def ch3_warmup() -> store.Grid:
     cells = []
     for init in ("gpt2", "xavier"):
-        for lr in (3e-4, 1e-3, 3e-3):
+        for lr in (3e-4, 1e-3, 2e-3, 3e-3):
             for norm in ("pre", "post"):
                 for warmup in (0, 50):
-                    for seed in SEEDS:
+                    for seed in range(6):  # six paired seeds: three cannot reach 5 % with a t interval
                         cells.append(
                             _cell(
                                 {"init": init, "lr": lr, "norm": norm, "warmup": warmup, "seed": seed},
@@ -103,7 +113,7 @@ def ch3_warmup() -> store.Grid:
                         )
     return store.Grid(
         "ch3_warmup",
-        "Pre-norm vs post-norm, with and without warmup, at three learning rates and two initialisations",
+        "Pre-norm vs post-norm, with and without warmup, at four learning rates and two initialisations",
         "Post-norm needs warmup: without it, post-norm ends at a higher validation loss than with it (Xiong et al. "
         "2020, in their Xavier-initialised setting), increasingly so at higher learning rates; pre-norm trains "
         "about the same with or without warmup.",
@@ -122,6 +132,17 @@ def ch5_activation() -> store.Grid:
                         {"init_std": std, "activation": act, "seed": seed},
                         replace(BASE, n_layer=4, activation=act, init_std=std),
                         replace(BASE_TRAIN, steps=600, eval_every=100, seed=seed),
+                    )
+                )
+    # Other explanations of a gap at GPT-2's scale: weight decay keeping W_1 small, or the learning rate.
+    for setting, tweak in (("weight decay 0", {"weight_decay": 0.0}), ("lr 0.001", {"lr": 1e-3})):
+        for act in ("gelu_tanh", "relu"):
+            for seed in range(6):
+                cells.append(
+                    _cell(
+                        {"init_std": 0.02, "activation": act, "seed": seed, "setting": setting},
+                        replace(BASE, n_layer=4, activation=act),
+                        replace(BASE_TRAIN, steps=600, eval_every=100, seed=seed, **tweak),
                     )
                 )
     return store.Grid(
@@ -143,6 +164,16 @@ def ch7_layerscale() -> store.Grid:
         "control: pre-norm, GPT-2 init, warmup": (deep, replace(t, warmup=20)),
     }
     cells = []
+    for lr in (1e-3, 3e-3):  # what a shallow stack reaches: a rescued deep stack has to beat it
+        for seed in SEEDS:
+            cells.append(
+                _cell(
+                    {"regime": "baseline: 2 blocks", "layerscale": "off", "lr": lr, "seed": seed},
+                    replace(deep, n_layer=2),
+                    replace(t, lr=lr, seed=seed),
+                    monitor="layerscale",
+                )
+            )
     for regime, (m, tr) in regimes.items():
         for lam in (None, 0.1, 1e-6):
             for lr in (1e-3, 3e-3):

@@ -172,6 +172,23 @@ def counts(
     return Verdict("inconclusive", f"{said}: no difference beyond chance (p = {p_more:.2g})")
 
 
+def equivalent(diffs: Sequence[float], margin: float, what: str = "the difference") -> Verdict:
+    """Decide a prediction that two arms are *about the same*: the whole 95 % interval of ``diffs``
+    within (-margin, +margin) is confirmed (two one-sided tests, TOST, at the 2.5 % level each);
+    the whole interval outside it is not reproduced; anything else is inconclusive. A test that
+    only asked for "not better by more than the margin" would call a clear loss "the same"."""
+    if margin <= 0:
+        raise ValueError(f"equivalence needs a margin > 0, got {margin}")
+    ci = interval(diffs)
+    if ci.n < 2:
+        return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
+    if -margin < ci.lo and ci.hi < margin:
+        return Verdict("confirmed", f"{what} is {ci} — inside ±{margin:g}: the same within the margin", ci)
+    if ci.lo >= margin or ci.hi <= -margin:
+        return Verdict("not reproduced", f"{what} is {ci} — outside ±{margin:g}: they differ", ci)
+    return Verdict("inconclusive", f"{what} is {ci} — reaches beyond ±{margin:g}: not shown to be the same", ci)
+
+
 def numeric(stated: float, measured: float, rel_tol: float = 0.05, what: str = "the value") -> Verdict:
     """A number the source states vs the measured one: confirmed within ``rel_tol``, else corrected."""
     if not (math.isfinite(stated) and math.isfinite(measured)):

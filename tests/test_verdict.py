@@ -81,3 +81,10 @@ def test_labels_are_checked():
         V.Verdict("probably", "")
     with pytest.raises(ValueError):
         V.compare([1.0, 2.0], "up")
+
+
+def test_equivalence_needs_the_whole_interval_inside_the_margin():
+    assert V.equivalent([0.01, -0.01, 0.0, 0.005], 0.05).label == "confirmed"
+    assert V.equivalent([0.20, 0.25, 0.22], 0.05).label == "not reproduced"  # clearly different
+    assert V.equivalent([0.20, -0.1, 0.05], 0.05).label == "inconclusive"  # too noisy to tell
+    assert V.equivalent([-0.3, -0.25, -0.28], 0.05).label == "not reproduced"  # a clear loss is not "the same"
