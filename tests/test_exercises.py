@@ -38,28 +38,47 @@ CASES = [
     (X.check_stream_growth, lambda e, d, n: math.sqrt(e * e + n * d * d), lambda e, d, n: e + n * d),
     (X.check_embedding_gradient, _emb_grad, lambda m, i, t: 2 * _emb_grad(m, i, t)),
     (X.check_layer_norm_std, lambda s, e: s / math.sqrt(s * s + e), lambda s, e: 1.0),
-    (X.check_rms_norm, lambda x, g, e: g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + e),
-     lambda x, g, e: g * F.layer_norm(x, x.shape[-1:], eps=e)),  # subtracts the mean: wrong
-    (X.check_count_layer_norms, lambda c: 0 if c.norm == "none" else 2 * c.n_layer + (c.norm == "pre"),
-     lambda c: 2 * c.n_layer + 1),
+    (
+        X.check_rms_norm,
+        lambda x, g, e: g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + e),
+        lambda x, g, e: g * F.layer_norm(x, x.shape[-1:], eps=e),
+    ),  # subtracts the mean: wrong
+    (
+        X.check_count_layer_norms,
+        lambda c: 0 if c.norm == "none" else 2 * c.n_layer + (c.norm == "pre"),
+        lambda c: 2 * c.n_layer + 1,
+    ),
     (X.check_post_norm_jump, lambda r: 1 / r, lambda r: 1.0),
-    (X.check_lr_schedule,
-     lambda s, n, w, lr, r: lr * (s + 1) / w if w and s < w
-     else lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - w) / max(1, n - w))))),
-     lambda s, n, w, lr, r: lr),
+    (
+        X.check_lr_schedule,
+        lambda s, n, w, lr, r: (
+            lr * (s + 1) / w
+            if w and s < w
+            else lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - w) / max(1, n - w)))))
+        ),
+        lambda s, n, w, lr, r: lr,
+    ),
     (X.check_mlp_params, lambda d, h, b: 2 * d * h + (h + d) * b, lambda d, h, b: 2 * d * h),
     (X.check_mlp_share, _mlp_share, lambda c: 0.5),
     (X.check_swiglu_width, lambda d: (8 * d * d + 4 * d) / (3 * d + 2), lambda d: 8 * d / 3),
-    (X.check_gelu_derivative,
-     lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))) + x * torch.exp(-x * x / 2) / math.sqrt(2 * math.pi),
-     lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2)))),
+    (
+        X.check_gelu_derivative,
+        lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))) + x * torch.exp(-x * x / 2) / math.sqrt(2 * math.pi),
+        lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))),
+    ),
     (X.check_gelu_mean, lambda s: s * s / math.sqrt(2 * math.pi * (1 + s * s)), lambda s: s / math.sqrt(2 * math.pi)),
-    (X.check_parameter_count, lambda c: count_parameters(c)["total"],
-     lambda c: count_parameters(c)["total"] + c.vocab_size * c.d_model),  # counts the tied head twice
+    (
+        X.check_parameter_count,
+        lambda c: count_parameters(c)["total"],
+        lambda c: count_parameters(c)["total"] + c.vocab_size * c.d_model,
+    ),  # counts the tied head twice
     (X.check_flops_per_token, _flops, lambda c, T: 6 * count_parameters(c)["total"]),
     (X.check_layerscale_move, lambda lam, ref, mv: mv * lam / ref, lambda lam, ref, mv: mv),
-    (X.check_rezero_gradients, lambda m: {n for n, _ in m.named_parameters() if ".ls_" in n or "embedding" in n},
-     lambda m: {n for n, _ in m.named_parameters()}),
+    (
+        X.check_rezero_gradients,
+        lambda m: {n for n, _ in m.named_parameters() if ".ls_" in n or "embedding" in n},
+        lambda m: {n for n, _ in m.named_parameters()},
+    ),
 ]
 
 
@@ -90,8 +109,9 @@ def test_layerscale_steps_checker_measures():
     from andrea.analysis import layerscale_growth
 
     measured = layerscale_growth(1e-6, 3e-3)["steps_to_level"]
-    assert X.check_layerscale_steps(lambda lam0, lr: measured if lr == 3e-3 else
-                                    layerscale_growth(1e-4, 1e-2)["steps_to_level"])
+    assert X.check_layerscale_steps(
+        lambda lam0, lr: measured if lr == 3e-3 else layerscale_growth(1e-4, 1e-2)["steps_to_level"]
+    )
     assert not X.check_layerscale_steps(lambda lam0, lr: 0.1 / lr)  # the naive bound is far too fast
 
 

@@ -7,6 +7,7 @@ on a laptop: ``sudo apt-get install chromium``).
 import functools
 import http.server
 import re
+import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,18 +15,12 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import SITE, need
+from conftest import ROOT, SITE, need
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+sys.path.insert(0, str(ROOT / "tools"))
+# one chromium and one list of browser flags for every browser test
+from labui import CHROMIUM  # noqa: E402
+from labui import CHROMIUM_ARGS as ARGS  # noqa: E402
 
 
 def site_pages():
@@ -264,3 +259,28 @@ def test_launch_buttons_open_notebooks_that_exist(site):
             assert path.endswith(".ipynb") and (root / path).is_file(), f"{page.name}: Colab link to {path}"
         for path in binder:
             assert (root / path).is_file(), f"{page.name}: Binder link to {path}"
+
+
+def test_exercises_are_numbered_with_folded_solutions(browser, server, site):
+    """Every chapter shows at least three numbered exercises; each solution starts folded and opens
+    when the reader clicks it."""
+    chapters = sorted(site.glob("book/0*.html"))
+    assert len(chapters) == 7
+    for page in chapters:
+        html = page.read_text()
+        n_ex = len(re.findall(r'<div class="exercise[^"]*admonition[^"]*"', html))
+        n_sol = len(re.findall(r'<div class="solution[^"]*dropdown[^"]*"', html))
+        assert n_ex >= 3, f"{page.name}: {n_ex} exercises"
+        assert n_sol == n_ex, f"{page.name}: {n_ex} exercises but {n_sol} folded solutions"
+        assert re.search(r"Exercise \d+\.\d+", html) or re.search(r"Exercise \d+", html), page.name
+    p = Page(browser, server, "book/02_layernorm.html")
+    try:
+        pg = p.page
+        sol = pg.locator("div.solution.dropdown").first
+        body = sol.locator("p:not(.admonition-title)").first
+        assert not body.is_visible(), "a solution is open before the reader asks for it"
+        sol.locator(".admonition-title").click()
+        body.wait_for(state="visible", timeout=5000)
+        assert p.errors == []
+    finally:
+        p.close()
