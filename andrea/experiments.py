@@ -21,6 +21,7 @@ import argparse
 import sys
 import time
 from dataclasses import asdict, replace
+from typing import Any
 
 from . import store
 from .config import AndreaConfig
@@ -135,7 +136,8 @@ def ch5_activation() -> store.Grid:
                     )
                 )
     # Other explanations of a gap at GPT-2's scale: weight decay keeping W_1 small, or the learning rate.
-    for setting, tweak in (("weight decay 0", {"weight_decay": 0.0}), ("lr 0.001", {"lr": 1e-3})):
+    tweaks: dict[str, dict[str, Any]] = {"weight decay 0": {"weight_decay": 0.0}, "lr 0.001": {"lr": 1e-3}}
+    for setting, tweak in tweaks.items():
         for act in ("gelu_tanh", "relu"):
             for seed in range(6):
                 cells.append(
