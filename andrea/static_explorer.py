@@ -90,7 +90,7 @@ def explorer_chart(rows: list[dict], depth: int = 12, layerscale: Optional[float
         cur = current.mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=18)).encode(
             x=x, y=y, color=color, tooltip=tip
         )
-        return alt.layer(ref, cur).properties(width=300, height=220, title=title)
+        return alt.layer(ref, cur).properties(width=255, height=220, title=title)  # two panels fit the page column
 
     readout = (
         current.transform_filter("datum.boundary == 0")
@@ -100,7 +100,7 @@ def explorer_chart(rows: list[dict], depth: int = 12, layerscale: Optional[float
         )
         .mark_text(align="left", fontSize=13, fontWeight="bold", color=PALETTE[0])
         .encode(text="text:N", x=alt.value(0), y=alt.value(10))
-        .properties(width=640, height=20)
+        .properties(width=560, height=20)
     )
     chart = (
         alt.vconcat(

@@ -28,21 +28,30 @@ GLUE_PREFIX = "application/papermill.record/"
 VEGALITE = "application/vnd.vegalite.v5+json"
 
 
-def glued_values(nb) -> dict:
-    """name -> the text a {glue:text} role shows, from the executed notebook's glue outputs."""
-    values = {}
+def _glue_outputs(nb, executed: Path | None = None):
+    """The executed notebook's glue records: kept in its outputs, or (myst-nb moves them there when it
+    renders the page) in the ``<name>.glue.json`` file beside it."""
     for cell in nb.cells:
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            meta = out.get("metadata", {}).get("scrapbook", {})
-            if "name" not in meta:
-                continue
-            data = out.get("data", {})
-            text = data.get(GLUE_PREFIX + "text/plain", data.get("text/plain", ""))
-            try:
-                value = ast.literal_eval(text)
-                values[meta["name"]] = str(value)
-            except (ValueError, SyntaxError):
-                values[meta["name"]] = text
+        yield from cell.get("outputs", []) if cell.cell_type == "code" else []
+    side = executed.with_suffix(".glue.json") if executed is not None else None
+    if side is not None and side.exists():
+        yield from json.loads(side.read_text()).values()
+
+
+def glued_values(nb, executed: Path | None = None) -> dict:
+    """name -> the text a {glue:text} role shows, from the executed notebook's glue records."""
+    values = {}
+    for out in _glue_outputs(nb, executed):
+        meta = out.get("metadata", {}).get("scrapbook", {})
+        if "name" not in meta:
+            continue
+        data = out.get("data", {})
+        text = data.get(GLUE_PREFIX + "text/plain", data.get("text/plain", ""))
+        try:
+            value = ast.literal_eval(text)
+            values[meta["name"]] = str(value)
+        except (ValueError, SyntaxError):
+            values[meta["name"]] = text
     return values
 
 
@@ -108,7 +117,7 @@ def _vegalite_from_html(html: str):
 
 def colab_notebook(executed: Path) -> nbformat.NotebookNode:
     nb = nbformat.read(executed, as_version=4)
-    values, titles = glued_values(nb), _titles()
+    values, titles = glued_values(nb, executed), _titles()
     cells = []
     for i, cell in enumerate(nb.cells):
         cell.id = f"{executed.stem.split('_')[0]}-{i:02d}"
