@@ -177,9 +177,12 @@ def _history(path):
 
 
 def test_resume_is_bit_identical_after_real_signals_at_random_moments(corpus, tmp_path):
+    # One math thread in every process: multi-threaded CPU kernels may sum in a different order from
+    # run to run (float32 differences of ~1e-7 with no resume at all), which is not what this tests.
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     steps, every = 40, 10
     full = tmp_path / "full"
-    assert cli(*base_args(corpus, full, steps, "--eval-every", str(every))).returncode == 0
+    assert cli(*base_args(corpus, full, steps, "--eval-every", str(every)), env=env).returncode == 0
     want = _history(full / "last.pt")
     rng = random.Random(1234)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -189,6 +192,7 @@ def test_resume_is_bit_identical_after_real_signals_at_random_moments(corpus, tm
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
         time.sleep(rng.uniform(2.0, 8.0))  # anywhere: loading data, mid-step, mid-evaluation, mid-save
         proc.send_signal(sig)
@@ -198,7 +202,7 @@ def test_resume_is_bit_identical_after_real_signals_at_random_moments(corpus, tm
             if ckpt.exists() and read_checkpoint(ckpt)["extra"]["step"] == steps:
                 break
             resume = ["--resume"] if ckpt.exists() else []
-            r = cli(*base_args(corpus, out, steps, "--eval-every", str(every)), *resume)
+            r = cli(*base_args(corpus, out, steps, "--eval-every", str(every)), *resume, env=env)
             assert r.returncode == 0, r.stderr[-2000:]
         got = _history(out / "last.pt")
         assert got["loss"] == want["loss"], signal.Signals(sig).name

@@ -128,6 +128,17 @@ def test_saved_and_reopened_lab_shows_a_note_not_an_error(session):
     page.reload(wait_until="domcontentloaded")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function("() => document.querySelectorAll('.jp-OutputArea-output').length > 0", timeout=30_000)
+    # JupyterLab renders a long notebook's cells lazily: scroll down until the explorer's cell shows
+    page.wait_for_function(
+        """phrase => {
+            const nb = document.querySelector('.jp-Notebook');
+            if (nb.innerText.includes(phrase)) return true;
+            (nb.closest('.jp-WindowedPanel-outer') || nb.parentElement || nb).scrollBy(0, 400);
+            return false;
+        }""",
+        arg="run this cell in a live kernel to start it",
+        timeout=60_000,
+        polling=250,
+    )
     body = page.inner_text(".jp-Notebook")
     assert "Error displaying widget" not in body
-    assert "run this cell in a live kernel to start it" in body
