@@ -127,3 +127,31 @@ def test_static_grid_and_spec():
     assert "vega-lite/v6" in json.dumps(ex.spec["$schema"])
     with pytest.raises(ValueError, match="static explorer only has"):
         StaticExplorer(depth=13)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"depth": 96, "norm": "post"}, {"depth": 96, "norm": "none", "layerscale": 1.0}, {"residual": False}],
+    ids=["default", "post-96", "none-96-lambda-1", "no-residual"],
+)
+def test_explorer_figure_keeps_every_label_inside_the_image(settings):
+    """Issue 13, item 2: no axis label, tick label, title, legend or provenance text is cut off."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from andrea.plots import style
+
+    w = GradientFlowExplorer(**settings)
+    fig = w._figure.fig
+    cut = []
+    with style():  # as the widget's PNG is drawn
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer, box = canvas.get_renderer(), fig.bbox
+        # what is drawn: each panel with its tick labels, axis labels and title, and the figure's texts
+        parts = [(f"panel {i + 1}", ax.get_tightbbox(renderer)) for i, ax in enumerate(fig.axes)]
+        parts += [(repr(t.get_text()), t.get_window_extent(renderer)) for t in fig.texts if t.get_text().strip()]
+        parts += [("legend", lg.get_window_extent(renderer)) for lg in fig.legends]
+        for name, e in parts:
+            if e.x0 < box.x0 - 1 or e.y0 < box.y0 - 1 or e.x1 > box.x1 + 1 or e.y1 > box.y1 + 1:
+                cut.append(name)
+    assert cut == [], f"text cut off at the image's edge: {cut}"
