@@ -114,6 +114,17 @@ def test_no_console_errors(session):
     assert ui.console_errors == []
 
 
+def test_norm_placement_label_sits_in_line_with_its_buttons(session):
+    """Issue 13, item 6: the label is on the buttons' line, left of them, not on a line of its own."""
+    lab, page, ui, _ = session
+    label = ui.explorer().locator(".widget-label", has_text="norm placement").first.bounding_box()
+    button = ui.explorer().locator("button.widget-toggle-button", has_text="pre").first.bounding_box()
+    assert label and button
+    centre = lambda b: b["y"] + b["height"] / 2  # noqa: E731
+    assert abs(centre(label) - centre(button)) < 6, (label, button)
+    assert label["x"] + label["width"] <= button["x"] + 1, (label, button)
+
+
 def test_saved_and_reopened_lab_shows_a_note_not_an_error(session):
     lab, page, ui, _ = session
     page.locator(".jp-Notebook").first.click()
