@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+PACKAGE = Path(__file__).resolve().parent  # andrea/
 
 GLUED: dict = {}
 
@@ -135,10 +138,10 @@ def show_source(*objects) -> Any:
     blocks = []
     for obj in objects:
         name = f"{obj.__module__}.{obj.__qualname__}"
-        blocks.append(
-            f"`{name}` ({str(inspect.getsourcefile(obj)).split('andrea/')[-1]}):\n\n```python\n"
-            f"{inspect.getsource(obj).rstrip()}\n```"
-        )
+        # unwrap decorators (torch.no_grad wraps a function in torch's own module)
+        path = Path(str(inspect.getsourcefile(inspect.unwrap(obj)))).resolve()
+        where = path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE.parent) else path.name
+        blocks.append(f"`{name}` ({where}):\n\n```python\n{inspect.getsource(obj).rstrip()}\n```")
     return Markdown("\n\n".join(blocks))
 
 

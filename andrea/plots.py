@@ -82,8 +82,12 @@ def _provenance_text(device: str = "cpu", seed: Optional[int] = 0, extra: str = 
 
 
 def provenance(fig, device: str = "cpu", seed: Optional[int] = 0, extra: str = "") -> None:
-    """Write 'andrea x · torch y · device · seed s' in small grey type at the bottom right."""
-    fig.text(0.995, 0.005, _provenance_text(device, seed, extra), ha="right", va="bottom", fontsize=7, color="#666666")
+    """Write 'andrea x · torch y · device · seed s' in small grey type at the bottom right, replacing
+    the line a figure function already wrote (so a chapter can restate the device and seeds)."""
+    for old in [t for t in fig.texts if t.get_gid() == "andrea-provenance"]:
+        old.remove()
+    text = _provenance_text(device, seed, extra)
+    fig.text(0.995, 0.005, text, ha="right", va="bottom", fontsize=7, color="#666666", gid="andrea-provenance")
 
 
 def positive(a) -> np.ndarray:

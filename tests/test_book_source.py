@@ -178,3 +178,79 @@ def test_importing_plots_leaves_matplotlib_settings_alone():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", f"importing andrea.plots changed {out}"
+
+
+# Setup helpers (build a model, a batch, a config, a timer): shown once, in the first page that uses them.
+PLUMBING = {"fresh_model", "small", "text_batch", "random_batch", "stream_at", "time_call"}
+CALL = re.compile(r"\b(analysis|papers)\.(\w+)\(")
+
+
+def _calls_and_shown(path):
+    """Package functions a page calls, and those whose source it shows in a cell a reader can open."""
+    called, shown = set(), set()
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        src = cell.source
+        for m in re.finditer(r"show_source\((.*?)\)\s*$", src, flags=re.S | re.M):
+            if {"remove-cell", "remove-input"} & set(cell.metadata.get("tags", [])):
+                continue  # a removed cell shows nothing
+            shown |= set(re.findall(r"\b(?:analysis|papers)\.(\w+)", m.group(1)))
+        called |= {m.group(2) for m in CALL.finditer(re.sub(r"show_source\(.*?\)\s*$", "", src, flags=re.S | re.M))}
+    return called, shown
+
+
+def test_every_analysis_call_has_a_source_toggle():
+    """Issue 11: where a page calls an andrea.analysis (or andrea.papers) function, the reader can open its
+    source right there; setup helpers once, on the first page that calls them."""
+    order = [ROOT / f"{f}.md" for f in toc_files() if (ROOT / f"{f}.md") in PAGES]
+    missing, first_seen = [], {}
+    for path in order:
+        called, shown = _calls_and_shown(path)
+        for name in sorted(called):
+            if name in PLUMBING:
+                first_seen.setdefault(name, (path, name in shown))
+            elif name not in shown:
+                missing.append(f"{path.name}: {name}")
+    missing += [f"{p.name}: {n} (first use)" for n, (p, ok) in first_seen.items() if not ok]
+    assert missing == [], f"show_source(...) missing for: {missing}"
+
+
+def _only_glues(src):
+    """A cell that computes nothing a reader needs to see: the install cell, glue(...) calls, imports,
+    a bare name that displays a value computed in a visible cell, or the site's static explorer."""
+    if "andrea @ git+" in src:
+        return True
+    for st in ast.parse(src).body:
+        call = st.value if isinstance(st, ast.Expr) else None
+        if isinstance(st, ast.ImportFrom) or isinstance(call, ast.Name):
+            continue
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in {"glue", "StaticExplorer"}:
+            continue
+        return False
+    return True
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_removed_cells_only_glue(path):
+    """Issue 11: remove-cell/remove-input only for cells that just glue values; a cell that computes
+    something the prose relies on (a verdict, a claims table) is visible or behind a toggle."""
+    removed = [
+        c.source.splitlines()[0]
+        for c in jupytext.read(path).cells
+        if c.cell_type == "code"
+        and {"remove-cell", "remove-input"} & set(c.metadata.get("tags", []))
+        and not _only_glues(c.source)
+    ]
+    assert removed == [], f"{path.name}: removed cells that compute (use hide-cell/hide-input): {removed}"
+
+
+def test_show_source_names_the_package_file():
+    """A decorated function (torch.no_grad) is shown with its own file, not the decorator's."""
+    from andrea import analysis
+    from andrea.notebook import show_source
+
+    text = show_source(analysis.rank_collapse, analysis.fresh_model).data
+    assert "`andrea.analysis.rank_collapse` (andrea/analysis.py)" in text
+    assert "def rank_collapse(" in text and "def fresh_model(" in text
+    assert "torch" not in text.split("\n")[0]

@@ -24,6 +24,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "jupyter_execute" / "book"
 OUT = ROOT / "colab"
+CACHE = ROOT / "_build" / ".jupyter_cache"  # myst-nb's execution cache (execute_notebooks: cache)
 GLUE_PREFIX = "application/papermill.record/"
 VEGALITE = "application/vnd.vegalite.v5+json"
 
@@ -115,8 +116,26 @@ def _vegalite_from_html(html: str):
     return spec
 
 
-def colab_notebook(executed: Path) -> nbformat.NotebookNode:
+def _with_outputs(executed: Path) -> nbformat.NotebookNode:
+    """The executed notebook with its outputs. When myst-nb takes a page's outputs from its execution
+    cache, the copy it writes to _build/jupyter_execute has none (myst-nb 1.x writes the notebook it
+    read, not the one its cache client merged), so they are merged from that cache here."""
     nb = nbformat.read(executed, as_version=4)
+    if "language_info" in nb.metadata:  # executed in this build: the copy has its outputs
+        return nb
+    from jupyter_cache import get_cache
+
+    try:
+        _, merged = get_cache(str(CACHE)).merge_match_into_notebook(nb)
+    except KeyError:
+        raise SystemExit(
+            f"make_colab: {executed.name} has no outputs and no match in {CACHE}: run `make book` again"
+        ) from None
+    return merged
+
+
+def colab_notebook(executed: Path) -> nbformat.NotebookNode:
+    nb = _with_outputs(executed)
     values, titles = glued_values(nb, executed), _titles()
     cells = []
     for i, cell in enumerate(nb.cells):
