@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, need
 
 sys.path.insert(0, str(ROOT / "tools"))
 import gpu_check  # noqa: E402
@@ -67,3 +67,159 @@ def test_peak_lookup_names_the_figure_used():
     assert gpu_check.peak_for("NVIDIA H200") == (989e12, "H200")
     assert gpu_check.peak_for("NVIDIA H100 PCIe")[1] == "H100 PCIe"
     assert gpu_check.peak_for("Some Future GPU") == (None, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The lent GPU machine: the lease, the log under $OUT, the carried wheels, the rehearsal
+# ---------------------------------------------------------------------------------------------
+sys.path.insert(0, str(ROOT / "tools"))
+import gpu_wheels  # noqa: E402
+
+
+def on_a_gpu_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split("## On a GPU", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_device_command_fits_the_lease_and_the_readme_gives_it_exactly():
+    assert set(gpu_check.TIMEOUTS) == set(gpu_check.STEPS) == set(gpu_check.REHEARSE_TIMEOUTS)
+    assert sum(gpu_check.TIMEOUTS.values()) <= gpu_check.BUDGET_S
+    assert gpu_check.BUDGET_S + gpu_check.SETUP_ALLOWANCE_S <= 8 * 60 < gpu_check.DEVICE_TIMEOUT_S <= 600
+    # one full run and a rerun of its longest step fit in the 15 minutes, with 2 minutes to start a machine
+    assert 120 + 8 * 60 + max(gpu_check.TIMEOUTS.values()) + 60 <= 15 * 60
+    assert 2 * gpu_check.DDP_TIMEOUT < gpu_check.TIMEOUTS["ddp"]
+    readme = on_a_gpu_section()
+    assert "`command`: `bash tools/gpu_device.sh`" in readme
+    assert '`carry`: `[".whl"]`' in readme and f"`timeout_s`: `{gpu_check.DEVICE_TIMEOUT_S}`" in readme
+    assert f"within {gpu_check.BUDGET_S} s" in readme
+    n = len(gpu_wheels.carried())
+    assert f"the {n} wheels of `tools/gpu_wheels.txt`" in readme
+
+
+def test_a_step_that_times_out_keeps_what_it_measured_so_far():
+    def late():
+        raise subprocess.TimeoutExpired("x", 120, output='{"ok": false, "figures": "eager: 9 tok/s"}\n{not json\n')
+
+    row = gpu_check.run_step("train-120m", 120, runner=late)
+    assert row["status"] == "FAIL" and row["figures"] == "timed out after 120 s; so far: eager: 9 tok/s"
+    noisy = types.SimpleNamespace(returncode=0, stdout='{"ok": true, "figures": "a"}\n{1: 2}\n', stderr="")
+    assert gpu_check.run_step("x", 10, runner=lambda: noisy)["figures"] == "a"
+
+
+def fake_cuda(monkeypatch, clock: list):
+    import torch
+
+    monkeypatch.setattr(gpu_check, "cuda_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake GPU")
+    monkeypatch.setattr(gpu_check.time, "perf_counter", lambda: clock[0])
+
+
+def test_log_and_table_are_on_disk_under_OUT_after_each_step_even_if_the_run_is_stopped(tmp_path, monkeypatch):
+    clock = [0.0]
+    fake_cuda(monkeypatch, clock)
+    calls = []
+
+    def step(name, timeout, runner=None, rehearse=False):
+        calls.append(name)
+        if len(calls) == 2:  # the run is stopped in its second step
+            raise KeyboardInterrupt
+        return {"ok": True, "status": "pass", "seconds": 3.0, "figures": "42 tok/s", "output": "full output"}
+
+    monkeypatch.setattr(gpu_check, "run_step", step)
+    monkeypatch.setenv("OUT", str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        gpu_check.main([])
+    log = (tmp_path / "gpu-check.log").read_text().splitlines()
+    assert log[0].startswith("andrea gpu-check: python ") and "torch " in log[0] and "CUDA " in log[0]
+    assert "CUDA device: Fake GPU" in log[1]
+    assert any("pass: 42 tok/s" in ln for ln in log) and "full output" in "\n".join(log)
+    assert f"-- {gpu_check.STEPS[1]} (timeout" in log[-1]  # said before the step started
+    rows = (tmp_path / "gpu-check-table.txt").read_text().splitlines()
+    assert rows[2].split()[:2] == [gpu_check.STEPS[0], "pass"] and len(rows) == 3
+
+
+def test_one_budget_bounds_the_whole_check(tmp_path, monkeypatch):
+    clock = [0.0]
+    fake_cuda(monkeypatch, clock)
+    given = {}
+
+    def step(name, timeout, runner=None, rehearse=False):
+        given[name] = timeout
+        clock[0] += timeout  # each step uses all of its time
+        return {"ok": True, "status": "pass", "seconds": timeout, "figures": ""}
+
+    monkeypatch.setattr(gpu_check, "run_step", step)
+    assert gpu_check.main(["--out", str(tmp_path / "a.log")]) == 0
+    assert given == gpu_check.TIMEOUTS  # the default budget holds every step's own timeout
+    given.clear()
+    clock[0] = 0.0
+    assert gpu_check.main(["--out", str(tmp_path / "b.log"), "--budget", "200", "--timeout", "tests=45"]) == 1
+    assert given == {"tests": 45, "agreement": 50, "train-120m": 105}
+    text = (tmp_path / "b-table.txt").read_text()
+    assert text.count("not run: the 200 s budget is spent") == 3
+
+
+def test_a_timed_out_child_is_killed_with_what_it_started_in_a_session_of_its_own(tmp_path):
+    import psutil
+
+    pidfile = tmp_path / "pid"
+    child = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with pytest.raises(subprocess.TimeoutExpired) as e:
+        gpu_check.run_bounded([sys.executable, "-c", child], 3)
+    assert "started" in e.value.output
+    grandchild = int(pidfile.read_text())
+    try:
+        psutil.Process(grandchild).wait(timeout=5)
+    except psutil.NoSuchProcess:
+        pass
+    assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_rehearsal_imports_what_each_step_imports_and_what_andrea_imports():
+    assert gpu_check.step_imports("chapter") == ["jupytext", "nbformat", "nbclient"]
+    assert {"andrea.bench", "torch"} <= set(gpu_check.step_imports("train-120m"))
+    lib = gpu_check.andrea_imports()
+    assert {"torch", "numpy", "altair", "ipywidgets", "tokenizers", "tqdm", "IPython"} <= set(lib)
+    assert "myst_nb" not in lib and "andrea" not in lib
+
+
+def test_the_carried_list_is_pinned_not_on_the_device_and_its_folders_are_ignored():
+    want = gpu_wheels.carried()  # raises SystemExit on an unpinned, a doubled or an already-there name
+    assert {"jupytext", "nbformat", "nbclient", "ipykernel", "ipywidgets", "altair"} <= set(want)
+    assert not set(want) & set(gpu_wheels.names_in(gpu_wheels.DEVICE_LIST))
+    assert "torch" in gpu_wheels.names_in(gpu_wheels.DEVICE_LIST)
+    for folder in (".whl/x.whl", ".whl-cp311/x.whl"):
+        r = subprocess.run(["git", "check-ignore", "-q", folder], cwd=ROOT)
+        assert r.returncode == 0, f"{folder} is not git-ignored"
+
+
+@pytest.mark.slow
+def test_the_rehearsal_passes_on_the_device_packages_and_fails_without_one_carried_wheel(tmp_path):
+    """`make gpu-rehearse` (downloads what it needs), then a negative control without altair's wheel."""
+    tool = [sys.executable, str(ROOT / "tools" / "gpu_wheels.py"), "rehearse"]
+    r = subprocess.run([*tool, "--out", str(tmp_path / "ok")], capture_output=True, text=True, timeout=1500)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert gpu_wheels.folder_size(ROOT / ".whl-cp311") < 64 * 2**20
+    head = out.split("andrea gpu-check:", 1)[1]
+    assert "torch 2.13.0" in head.splitlines()[0] and "every requirement of theirs is met" in head
+    tables = (tmp_path / "ok" / "gpu-check-table.txt").read_text()
+    steps, rehearsal = tables.split("\nrehearsal\n")
+    assert steps.count("skipped: no CUDA") == len(gpu_check.STEPS)
+    assert [ln.split()[1] for ln in rehearsal.splitlines()[2:]] == ["pass"] * len(gpu_check.STEPS)
+    assert "kernel of this python imported the chapter's" in rehearsal
+    # the very folder that travels (.whl/, cp312) installs and imports on a Python 3.12, where there is one
+    if gpu_wheels.find_python(gpu_wheels.DEVICE_PY):
+        assert "modules of the carried wheels import, and a kernel ran a cell: pass" in out
+    else:
+        assert "no python3.12 here" in out
+    r = subprocess.run([*tool, "--without", "altair", "--only", "chapter"], capture_output=True, text=True, timeout=600)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "No module named 'altair'" in out, out[-6000:]
+    need(gpu_wheels.find_python(gpu_wheels.DEVICE_PY) is not None, "a python3.12 (rehearses .whl/ itself)")

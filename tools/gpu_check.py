@@ -1,13 +1,24 @@
-"""One prepared check of every CUDA path in andrea, for the first machine with a GPU (`make gpu-check`).
+"""One prepared check of every CUDA path in andrea, for a machine with a GPU.
 
-    make gpu-check                     # or: .venv/bin/python tools/gpu_check.py [--only STEP ...]
+    bash tools/gpu_device.sh            # on the lent GPU machine as it is (see README, "On a GPU")
+    make gpu-check                     # on a GPU machine of your own, in the project's .venv
+    PYTHONPATH=. python3 tools/gpu_check.py [--only STEP ...] [--rehearse]
 
-Each step runs in its own process with its own timeout; a failing step prints its error and the
-check goes on. At the end one table says, per step, pass / FAIL / skipped and the figures measured,
-and the whole output is also written to a file whose path is printed last. On a machine without
-CUDA every step says "skipped: no CUDA" and the exit status is 0. Nothing here downloads anything.
+It prints the python, torch and CUDA it found before anything else. Each step runs in its own process
+with its own timeout (TIMEOUTS), inside one budget for the whole check (BUDGET_S); a failing step prints
+its error and the check goes on, and a step that runs out of time is killed with every process it
+started. At the end one table says, per step, pass / FAIL / skipped and the figures measured. The log
+(each line as it is said, and each step's full output) and the table (rewritten after each step) go to
+files beside each other: --out, else $OUT/gpu-check.log when OUT is set, else a new temp folder. On a
+machine without CUDA every step says "skipped: no CUDA" and the exit status is 0. Nothing here downloads
+anything.
 
-The steps (about 5 minutes on one H100/H200-class GPU):
+--rehearse (for the CPU, `make gpu-rehearse`): also, per step, import every module the step imports and
+run a small CPU stand-in (the device tests on the CPU; torchrun on the CPU; the explorer's probe at its
+default width; for the chapter, a kernel started from this very python that imports all that the
+chapter and andrea import and runs a trivial cell), so that a package missing here fails the rehearsal.
+
+The steps (about 5 minutes on one H100/H200-class GPU, at most BUDGET_S; each step's timeout in TIMEOUTS):
   tests       the device-generic tests (tests/test_device.py) on cuda
   agreement   CPU vs CUDA: the same seed and batch give the same gradient_flow report (fp32, TF32
               off), and the same first 20 training losses (the CUDA run uses bf16 autocast)
@@ -21,17 +32,26 @@ The steps (about 5 minutes on one H100/H200-class GPU):
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
+import inspect
 import json
 import os
+import platform
+import re
+import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
+if str(ROOT) not in sys.path:  # andrea from this checkout, also where it is not installed (the GPU machine)
+    sys.path.insert(0, str(ROOT))
 
 # Dense bf16 tensor-core peaks (no sparsity), from the vendors' data sheets, in FLOP/s.
 BF16_PEAK = {
@@ -48,7 +68,16 @@ BF16_PEAK = {
 }
 AGREE = {"gradient_flow_rtol": 1e-3, "loss_atol_bf16": 0.05}  # stated tolerances (see step_agreement)
 STEPS = ("tests", "agreement", "train-120m", "ddp", "explorer", "chapter")
-TIMEOUTS = {"tests": 180, "agreement": 120, "train-120m": 240, "ddp": 120, "explorer": 120, "chapter": 300}
+# Sized for the lent machine's lease (15 minutes of device time, all tries together): the steps fit in
+# BUDGET_S; with the install of the carried wheels and two imports of torch the device command ends within
+# 8 minutes, under its timeout_s of DEVICE_TIMEOUT_S, which leaves a rerun of the failed steps room.
+TIMEOUTS = {"tests": 40, "agreement": 50, "train-120m": 120, "ddp": 70, "explorer": 40, "chapter": 100}
+BUDGET_S = 420  # the whole check stops here: a step gets min(its timeout, what is left)
+DEVICE_TIMEOUT_S = 540  # the run's timeout_s (README); the command itself ends by 480 s
+SETUP_ALLOWANCE_S = 60  # the device command before the steps: torch imported twice, the wheels installed
+REHEARSE_TIMEOUTS = {"tests": 300, "agreement": 180, "train-120m": 180, "ddp": 240, "explorer": 180, "chapter": 300}
+OPTIONAL_IMPORTS = {"myst_nb"}  # andrea imports it only inside try/except ImportError (the book's glue)
+DDP_TIMEOUT = 30  # each torchrun in the ddp step
 
 
 def peak_for(name: str):
@@ -59,17 +88,59 @@ def peak_for(name: str):
     return None, None
 
 
+def child_env(**extra: str) -> dict:
+    """The environment for a child process: this checkout first on PYTHONPATH, so andrea imports from it."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(ROOT) not in paths:
+        paths.insert(0, str(ROOT))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths), **extra)
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """Kill a child and everything it started, also what runs in a session of its own (jupyter kernels,
+    torchrun's workers), so that nothing of a timed-out step holds the GPU during the next one."""
+    try:
+        import psutil
+
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except Exception:  # noqa: BLE001 - no psutil, or the child is gone: kill what we can
+        kids = []
+    for p in [proc, *kids]:
+        try:
+            p.kill()
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+
+def run_bounded(cmd: list, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    """subprocess.run(capture_output=True, text=True, cwd=ROOT) that, on its timeout, kills the whole tree
+    and raises TimeoutExpired carrying the output so far."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env or child_env()
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a grandchild still holds the pipes: give up on its output
+            out, err = "", ""
+        raise subprocess.TimeoutExpired(cmd, timeout, output=out, stderr=err) from None
+    except BaseException:
+        kill_tree(proc)
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 # ---------------------------------------------------------------------------------------------
 # Steps (each runs in its own process: `gpu_check.py --step NAME` prints one JSON line)
 # ---------------------------------------------------------------------------------------------
 def step_tests() -> dict:
-    env = dict(os.environ, ANDREA_TEST_DEVICE="cuda")
-    r = subprocess.run(
+    r = run_bounded(
         [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_device.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
+        TIMEOUTS["tests"] - 5,
+        env=child_env(ANDREA_TEST_DEVICE="cuda"),
     )
     tail = (r.stdout + r.stderr).strip().splitlines()[-1:] or [""]
     return {"ok": r.returncode == 0, "figures": tail[0], "log": (r.stdout + r.stderr)[-4000:]}
@@ -157,41 +228,54 @@ def step_train_120m() -> dict:
         )
         if compiled and peak and mfu < 0.5:
             parts.append("(below the 50 % goal)")
+        if not compiled:  # what a timeout during the compilation still reports
+            print(json.dumps({"ok": False, "figures": parts[0]}), flush=True)
     used = f"{name}, bf16 peak {peak / 1e12:.0f} TFLOP/s ({key})" if peak else f"{name}: peak unknown, MFU not computed"
     return {"ok": ok, "figures": "; ".join(parts) + f" [{used}]"}
+
+
+def ddp_command(n: int, device: str, steps: int, corpus: Path, out: str, port: int) -> list:
+    """torchrun with n processes training the tiny-bytes preset for a few steps."""
+    return [
+        PY,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={n}",
+        f"--master_port={port}",
+        "-m",
+        "andrea.train",
+        "--preset",
+        "tiny-bytes",
+        "--corpus",
+        str(corpus),
+        "--steps",
+        str(steps),
+        "--device",
+        device,
+        "--out",
+        out,
+        "--samples",
+        "0",
+    ]
+
+
+def _corpus() -> Path:
+    corpus = Path(tempfile.mkdtemp()) / "corpus.txt"
+    corpus.write_text("LayerNorm standardises each token; GELU is smooth; residuals add. " * 400)
+    return corpus
 
 
 def step_ddp() -> dict:
     out = []
     ok = True
-    corpus = Path(tempfile.mkdtemp()) / "corpus.txt"
-    corpus.write_text("LayerNorm standardises each token; GELU is smooth; residuals add. " * 400)
+    corpus = _corpus()
     for n in (1, 2):
-        d = tempfile.mkdtemp()
-        cmd = [
-            PY,
-            "-m",
-            "torch.distributed.run",
-            f"--nproc_per_node={n}",
-            "--master_port=29561",
-            "-m",
-            "andrea.train",
-            "--preset",
-            "tiny-bytes",
-            "--corpus",
-            str(corpus),
-            "--steps",
-            "5",
-            "--device",
-            "cuda",
-            "--out",
-            d,
-            "--samples",
-            "0",
-        ]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=100, cwd=ROOT)
-        good = r.returncode == 0 and "done: step 5" in r.stdout
-        why = "" if good else ": " + (r.stderr.strip().splitlines() or ["?"])[-1][:150]
+        try:
+            r = run_bounded(ddp_command(n, "cuda", 5, corpus, tempfile.mkdtemp(), 29561), DDP_TIMEOUT)
+            good = r.returncode == 0 and "done: step 5" in r.stdout
+            why = "" if good else ": " + (r.stderr.strip().splitlines() or ["?"])[-1][:150]
+        except subprocess.TimeoutExpired:
+            good, why = False, f": timed out after {DDP_TIMEOUT} s"
         out.append(f"{n} process{'es' if n > 1 else ''} on one GPU: {'ok' if good else 'failed'}{why}")
         ok = ok and (good or n == 2)  # NCCL may refuse two ranks on one GPU: reported, not a failure
     return {"ok": ok, "figures": "; ".join(out)}
@@ -219,17 +303,47 @@ def step_explorer() -> dict:
     }
 
 
+def pin_kernel() -> None:
+    """Make the kernel 'python3' this very interpreter (a spec found first, through JUPYTER_PATH), whatever
+    other kernel specs the machine has: on the GPU machine the carried ipykernel has no spec installed."""
+    d = Path(tempfile.mkdtemp(prefix="andrea-kernel-"))
+    spec = d / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    argv = [PY, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join([str(d), *[p for p in [os.environ.get("JUPYTER_PATH")] if p]])
+
+
+def execute(client) -> None:
+    """Run a notebook client; a failing cell is raised as its error's name and value (first line), the
+    cell and its traceback after."""
+    from nbclient.exceptions import CellExecutionError
+
+    try:
+        client.execute()
+    except CellExecutionError as e:
+        cell = re.sub(r"\x1b\[[0-9;]*m", "", str(e))[-2500:]  # the traceback without its colours
+        raise RuntimeError(f"a cell raised {e.ename}: {e.evalue}\n{cell}") from None
+
+
 def step_chapter() -> dict:
     import jupytext
     import nbformat
     from nbclient import NotebookClient
 
+    pin_kernel()
     nb = jupytext.read(ROOT / "book" / "01_residual.md")
     nb.cells.append(nbformat.v4.new_code_cell("print('ANDREA-DEVICE', device)"))
     t0 = time.perf_counter()
-    NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "book")}}
-    ).execute()
+    execute(
+        NotebookClient(
+            nb,
+            timeout=TIMEOUTS["chapter"] - 10,
+            startup_timeout=60,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(ROOT / "book")}},
+        )
+    )
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     errors = [
         o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
@@ -252,8 +366,144 @@ STEP_FUNCS = {
 
 
 # ---------------------------------------------------------------------------------------------
+# The rehearsal (--rehearse): what each step imports and starts, on the CPU
+# ---------------------------------------------------------------------------------------------
+def imports_in(tree: ast.AST) -> list:
+    """The absolute module names imported anywhere in a syntax tree (inside functions too), in order."""
+    names: list = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return [n for n in dict.fromkeys(names) if n != "__future__"]
+
+
+def step_imports(name: str) -> list:
+    """The modules a step's function imports, read from its source: the rehearsal imports exactly these."""
+    return imports_in(ast.parse(textwrap.dedent(inspect.getsource(STEP_FUNCS[name]))))
+
+
+def andrea_imports() -> list:
+    """Every top-level module that andrea imports anywhere (lazily inside functions too), but andrea itself
+    and OPTIONAL_IMPORTS: what the chapter's kernel must be able to import."""
+    names: list = []
+    for f in sorted((ROOT / "andrea").glob("*.py")):
+        names += [n.split(".")[0] for n in imports_in(ast.parse(f.read_text()))]
+    return [n for n in dict.fromkeys(names) if n != "andrea" and n not in OPTIONAL_IMPORTS]
+
+
+def chapter_imports(nb) -> list:
+    """The chapter's own import statements, as source lines (its IPython magics left out)."""
+    lines: list = []
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        src = "\n".join(ln for ln in c.source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        lines += [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return list(dict.fromkeys(lines))
+
+
+def rehearse_tests() -> str:
+    r = run_bounded(
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_device.py")],
+        REHEARSE_TIMEOUTS["tests"] - 10,
+        env=child_env(ANDREA_TEST_DEVICE="cpu"),
+    )
+    tail = ((r.stdout + r.stderr).strip().splitlines() or ["?"])[-1]
+    if r.returncode != 0:
+        raise RuntimeError(f"tests/test_device.py on the CPU: {tail}\n{(r.stdout + r.stderr)[-3000:]}")
+    return f"tests/test_device.py on the CPU: {tail}"
+
+
+def rehearse_agreement() -> str:
+    from andrea.data import load_token_data
+
+    return f"load_token_data('bytes'): {len(load_token_data('bytes').train):,} training tokens"
+
+
+def rehearse_ddp() -> str:
+    r = run_bounded(ddp_command(1, "cpu", 2, _corpus(), tempfile.mkdtemp(), 29562), REHEARSE_TIMEOUTS["ddp"] - 10)
+    if r.returncode != 0 or "done: step 2" not in r.stdout:
+        raise RuntimeError(f"torchrun on the CPU failed (exit {r.returncode})\n{(r.stdout + r.stderr)[-3000:]}")
+    return "torchrun --nproc_per_node=1 trained 2 steps on the CPU"
+
+
+def rehearse_explorer() -> str:
+    from andrea import explorer as E
+
+    r = E.measure(E.Setting(depth=2), "cpu")
+    return f"probe at width {E.DEFAULT_WIDTH}, depth 2 on the CPU: status {r.status}"
+
+
+def rehearse_chapter() -> str:
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+
+    pin_kernel()
+    chapter = jupytext.read(ROOT / "book" / "01_residual.md")
+    own, lib = chapter_imports(chapter), andrea_imports()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import sys, andrea\nprint('ANDREA-FROM', andrea.__file__, sys.executable)"),
+        nbformat.v4.new_code_cell("\n".join(own)),
+        nbformat.v4.new_code_cell(f"import importlib\nfor _m in {lib!r}:\n    importlib.import_module(_m)"),
+        nbformat.v4.new_code_cell("print('ANDREA-REHEARSE', 1 + 1)"),
+    ]
+    execute(
+        NotebookClient(
+            nb,
+            timeout=120,
+            startup_timeout=90,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(ROOT / "book")}},
+        )
+    )
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    where = text.split("ANDREA-FROM", 1)[1].split() if "ANDREA-FROM" in text else ["?", "?"]
+    if not where[0].startswith(str(ROOT)) or where[1] != PY or "ANDREA-REHEARSE 2" not in text:
+        raise RuntimeError(f"the kernel ran andrea {where[0]} under {where[1]}, not this checkout's under {PY}")
+    return f"a kernel of this python imported the chapter's {len(own)} imports and andrea's {len(lib)}; a cell ran"
+
+
+REHEARSE_FUNCS = {
+    "tests": rehearse_tests,
+    "agreement": rehearse_agreement,
+    "ddp": rehearse_ddp,
+    "explorer": rehearse_explorer,
+    "chapter": rehearse_chapter,
+}
+
+
+def rehearse(name: str) -> dict:
+    """Import what the step imports, then run its CPU stand-in (if it has one)."""
+    mods = step_imports(name)
+    for m in mods:
+        importlib.import_module(m)
+    figures = [f"imported {', '.join(mods)}" if mods else "imports nothing itself"]
+    if name in REHEARSE_FUNCS:
+        figures.append(REHEARSE_FUNCS[name]())
+    return {"ok": True, "figures": "; ".join(figures)}
+
+
+# ---------------------------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------------------------
+def versions() -> str:
+    """What this machine has, said before anything else: python, torch, CUDA, the GPU."""
+    head = f"python {platform.python_version()} ({PY}), {platform.machine()}"
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - reported
+        return f"{head}; torch not importable: {type(e).__name__}: {e}"
+    return f"{head}; torch {torch.__version__}, CUDA {torch.version.cuda}"
+
+
 def cuda_available() -> bool:
     try:
         import torch
@@ -263,25 +513,73 @@ def cuda_available() -> bool:
         return False
 
 
-def run_step(name: str, timeout: float, runner=None) -> dict:
+def carried_report(site: str) -> list:
+    """The packages installed from the carried wheels into `site`, and any requirement of theirs that this
+    python does not meet (missing, or at another version): said before the steps run."""
+    from importlib import metadata
+
+    try:
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+    except ImportError:
+        return [f"carried packages in {site}: not checked (no 'packaging' here)"]
+    have: dict = {}
+    for d in metadata.distributions():  # in sys.path order: the first is the one imported
+        have.setdefault(canonicalize_name(d.metadata["Name"] or ""), d.version)
+    carried = list(metadata.distributions(path=[site]))
+    problems = []
+    for d in carried:
+        for spec in d.requires or []:
+            req = Requirement(spec)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            got = have.get(canonicalize_name(req.name))
+            if got is None:
+                problems.append(f"{d.metadata['Name']} needs {req}, which this python lacks")
+            elif req.specifier and not req.specifier.contains(got, prereleases=True):
+                problems.append(f"{d.metadata['Name']} needs {req}; this python has {req.name} {got}")
+    head = f"carried: {len(carried)} packages in {site}"
+    return [head + ("; every requirement of theirs is met" if not problems else "; WARNING:"), *problems]
+
+
+def run_step(name: str, timeout: float, runner=None, rehearse: bool = False) -> dict:
     """Run one step in a child process; a crash or a timeout becomes a FAIL row, never an exception."""
     t0 = time.perf_counter()
-    runner = runner or (
-        lambda: subprocess.run(
-            [PY, __file__, "--step", name], capture_output=True, text=True, timeout=timeout, cwd=ROOT
-        )
-    )
+    cmd = [PY, __file__, "--step", name] + (["--rehearse"] if rehearse else [])
+    runner = runner or (lambda: run_bounded(cmd, timeout))
+    output = ""
     try:
         r = runner()
-        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-        res = json.loads(lines[-1]) if lines else {"ok": False, "figures": "no result", "log": r.stderr[-3000:]}
+        output = (r.stdout or "") + (r.stderr or "")
+        found = results_in(r.stdout or "")
+        res = found[-1] if found else {"ok": False, "figures": "no result", "log": (r.stderr or "")[-3000:]}
         if r.returncode != 0 and res.get("ok"):
             res = {"ok": False, "figures": f"exit status {r.returncode}", "log": r.stderr[-3000:]}
-    except subprocess.TimeoutExpired:
-        res = {"ok": False, "figures": f"timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as e:
+        output = _text(e.output) + _text(e.stderr)
+        so_far = results_in(_text(e.output))
+        figures = f"timed out after {timeout:.0f} s" + (f"; so far: {so_far[-1].get('figures')}" if so_far else "")
+        res = {"ok": False, "figures": figures, "log": output[-3000:]}
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["status"] = "pass" if res.get("ok") else "FAIL"
+    res["output"] = output[-20000:]
     return res
+
+
+def results_in(stdout: str) -> list:
+    """The JSON result lines a step printed (the last one is its result; earlier ones are partial)."""
+    found = []
+    for ln in stdout.splitlines():
+        if ln.startswith("{"):
+            try:
+                found.append(dict(json.loads(ln)))
+            except (ValueError, TypeError):
+                pass
+    return found
+
+
+def _text(x) -> str:
+    return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
 
 
 def table(rows: dict) -> str:
@@ -294,15 +592,45 @@ def table(rows: dict) -> str:
     return "\n".join(lines)
 
 
+class Log:
+    """Says each line on stdout and appends it to the log file at once (a run stopped half-way still left
+    its log); `quiet` writes to the file only (a step's full output)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+
+    def quiet(self, text: str) -> None:
+        with self.path.open("a") as f:
+            f.write(text + "\n")
+
+    def say(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.quiet(text)
+
+
+def report_path(out: str | None) -> Path:
+    if out:
+        return Path(out)
+    if os.environ.get("OUT"):
+        return Path(os.environ["OUT"]) / "gpu-check.log"
+    return Path(tempfile.mkdtemp(prefix="andrea-gpu-check-")) / "gpu-check.log"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="gpu_check.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
     p.add_argument("--only", nargs="+", choices=STEPS, help="run only these steps")
-    p.add_argument("--out", help="where to write the report (default: a new file in the temp folder)")
+    p.add_argument("--out", help="the log file (default: $OUT/gpu-check.log, else a new temp folder)")
+    p.add_argument("--rehearse", action="store_true", help="also import and start what each step needs, on the CPU")
+    p.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds for all steps (default {BUDGET_S})")
+    p.add_argument("--timeout", nargs="+", default=[], metavar="STEP=S", help="another timeout for a step")
     a = p.parse_args(argv)
     if a.step:  # inside a child process
+        os.environ["PYTHONPATH"] = child_env()["PYTHONPATH"]  # the kernels and torchrun's workers inherit it
         try:
-            res = STEP_FUNCS[a.step]()
+            res = rehearse(a.step) if a.rehearse else STEP_FUNCS[a.step]()
         except Exception as e:  # noqa: BLE001 - reported as the step's result
             res = {
                 "ok": False,
@@ -311,38 +639,82 @@ def main(argv=None) -> int:
             }
         print(json.dumps(res))
         return 0
+    timeouts = dict(TIMEOUTS)
+    for item in a.timeout:
+        step, _, secs = item.partition("=")
+        if step not in timeouts or not secs.replace(".", "", 1).isdigit():
+            p.error(f"--timeout takes STEP=SECONDS with STEP one of {', '.join(STEPS)}: {item!r}")
+        timeouts[step] = float(secs)
     steps = a.only or list(STEPS)
-    report = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="andrea-gpu-check-")) / "gpu-check.txt"
-    log = []
+    report = report_path(a.out)
+    table_file = report.with_name(report.stem + "-table.txt")
+    log = Log(report)
+    log.say(f"andrea gpu-check: {versions()}")
+    if os.environ.get("GPU_CHECK_SITE"):  # set by tools/gpu_device.sh
+        try:
+            lines = carried_report(os.environ["GPU_CHECK_SITE"])
+        except Exception as e:  # noqa: BLE001 - a report only: the steps still run
+            lines = [f"carried packages: not checked ({type(e).__name__}: {e})"]
+        for line in lines:
+            log.say(line)
 
-    def say(text=""):
-        print(text, flush=True)
-        log.append(text)
+    def record(title: str, name: str, row: dict) -> None:
+        log.say(f"   {row['status']}: {row.get('figures', '')}")
+        if row["status"] != "pass" and row.get("log"):
+            log.say("   " + row["log"].strip().replace("\n", "\n   "))
+        if row.get("output"):
+            log.quiet(f"   ---- full output of {title} {name} ----\n{row['output'].rstrip()}\n   ---- end ----")
 
-    import platform
+    def save_tables() -> None:
+        text = table(rows) + (f"\n\nrehearsal\n{table(rehearsed)}" if rehearsed else "")
+        table_file.write_text(text + "\n")
 
-    say(f"andrea gpu-check: python {platform.python_version()}, {platform.machine()}")
-    rows = {}
+    rows: dict = {}
+    rehearsed: dict = {}
     if not cuda_available():
-        say("No CUDA device is present on this machine: every step is skipped (nothing was run).")
+        log.say("No CUDA device is present on this machine: every step is skipped (nothing was run).")
         rows = {s: {"status": "skipped: no CUDA", "seconds": None, "figures": ""} for s in steps}
     else:
         import torch
 
-        say(f"CUDA device: {torch.cuda.get_device_name()} (torch {torch.__version__}, CUDA {torch.version.cuda})")
+        log.say(f"CUDA device: {torch.cuda.get_device_name()} (torch {torch.__version__}, CUDA {torch.version.cuda})")
+        t_start = time.perf_counter()
         for s in steps:
-            say(f"-- {s} (timeout {TIMEOUTS[s]} s)")
-            rows[s] = run_step(s, TIMEOUTS[s])
-            say(f"   {rows[s]['status']}: {rows[s].get('figures', '')}")
-            if rows[s]["status"] != "pass" and rows[s].get("log"):
-                say("   " + rows[s]["log"].strip().replace("\n", "\n   "))
-    say()
-    say(table(rows))
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text("\n".join(log) + "\n")
-    print(f"\nreport written to {report}")
-    return 0 if all(r["status"] != "FAIL" for r in rows.values()) else 1
+            left = a.budget - (time.perf_counter() - t_start)
+            if left < 5:
+                rows[s] = {
+                    "status": "FAIL",
+                    "seconds": None,
+                    "figures": f"not run: the {a.budget:.0f} s budget is spent",
+                }
+                log.say(f"-- {s}: not run, the budget is spent")
+                save_tables()
+                continue
+            t = min(timeouts[s], left)
+            log.say(f"-- {s} (timeout {t:.0f} s)")
+            rows[s] = run_step(s, t)
+            record("step", s, rows[s])
+            save_tables()
+    if a.rehearse:
+        log.say("Rehearsal: each step's imports and a CPU stand-in, in this python")
+        for s in steps:
+            log.say(f"-- rehearse {s} (timeout {REHEARSE_TIMEOUTS[s]} s)")
+            rehearsed[s] = run_step(s, REHEARSE_TIMEOUTS[s], rehearse=True)
+            record("rehearsal", s, rehearsed[s])
+            save_tables()
+    log.say()
+    log.say(table(rows))
+    if rehearsed:
+        log.say()
+        log.say("rehearsal")
+        log.say(table(rehearsed))
+    save_tables()
+    print(f"\nreport written to {report} (table: {table_file})")
+    return 0 if all(r["status"] != "FAIL" for r in [*rows.values(), *rehearsed.values()]) else 1
 
 
 if __name__ == "__main__":
+    # A stop from outside (SIGTERM) unwinds like Ctrl-C: the running step's processes are killed, and the
+    # log and the table so far are already on disk.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())
