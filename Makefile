@@ -6,6 +6,11 @@
 #   make bench   set up and print the benchmark tables
 #   make experiments  set up and (re)run the training grids whose stored results are missing or stale
 #   make gpu-check    set up and check every CUDA path (on a machine with a GPU; skips cleanly without one)
+#   make gpu-wheels   download the wheels the lent GPU machine lacks into .whl/ (carried there)
+#   make gpu-check-device  the GPU check on the lent GPU machine as it is (no network, no venv: README)
+#   make gpu-rehearse set up and rehearse gpu-check-device on the CPU, in a venv of the device's packages
+#   make check-portable  set up, run every page as another CPU would (torch's portable kernels, 1 thread;
+#                THREADS=2 for two) and compare what it says with this machine's native run; prints the table
 #   make serve   serve the built site on http://localhost:8000
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -15,7 +20,7 @@ STAMP := $(VENV)/.installed-stamp
 VENDOR := book/_static/vendor/.stamp
 export ANDREA_CACHE ?= $(CURDIR)/.cache/andrea
 
-.PHONY: setup book test lab bench serve clean vendor chromium experiments gpu-check
+.PHONY: setup book test lab bench serve clean vendor chromium experiments gpu-check gpu-wheels gpu-check-device gpu-rehearse check-portable
 
 setup: $(STAMP)
 
@@ -54,11 +59,25 @@ bench: $(STAMP) chromium
 	$(PY) -m andrea.bench
 	$(PY) tools/labui.py --bench
 
+check-portable: $(STAMP)
+	$(PY) tools/portable.py --against native --threads $(or $(THREADS),1)
+
 experiments: $(STAMP)
 	$(PY) -m andrea.experiments
 
 gpu-check: $(STAMP)
 	$(PY) tools/gpu_check.py
+
+# The lent GPU machine has no network and its own python3 and torch: the check runs there without make's
+# setup, with the wheels of .whl/ (see README, "On a GPU"). gpu-rehearse runs the same command here.
+gpu-wheels: $(STAMP)
+	$(PY) tools/gpu_wheels.py download
+
+gpu-check-device:
+	bash tools/gpu_device.sh
+
+gpu-rehearse: $(STAMP)
+	$(PY) tools/gpu_wheels.py rehearse
 
 serve:
 	@test -f _build/html/index.html || { echo "No built book: run 'make book' first."; exit 1; }

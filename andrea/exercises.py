@@ -521,30 +521,34 @@ def check_layerscale_move(fn: Callable) -> Check:
     return _run("check_layerscale_move", cases, fn, lambda got, c: _within(got, c["want"], 0.03))
 
 
-def check_layerscale_steps(fn: Callable) -> Check:
-    """fn(lam0, lr) -> how many AdamW steps (no warmup) until the largest LayerScale lambda of a
-    small model reaches 0.1. Judged against a measurement (``analysis.layerscale_growth``),
-    within 30 %; a prediction that never happens in 300 steps must be 300 or more."""
+def check_layerscale_reach(fn: Callable) -> Check:
+    """fn(lam0, lr) -> the largest |lambda| of a small LayerScale model after 300 AdamW steps (no
+    warmup). Judged against a measurement (``analysis.layerscale_growth``) for two settings, within a
+    factor of 2 either way: an order-of-magnitude question. (The measurement itself moves by up to
+    about 20 % between CPUs, since 300 training steps amplify rounding; a factor of 2 is well outside
+    that, so a prediction does not pass on one machine and fail on another unless it is borderline.)"""
     from .analysis import layerscale_growth
 
     cases = []
-    for lam0, lr in ((1e-6, 3e-3), (1e-4, 1e-2)):
+    for lam0, lr in ((1e-4, 1e-2), (1e-6, 1e-2)):
         cases.append(
             {
                 "args": (lam0, lr),
                 "desc": f"lambda_0={lam0:g}, lr={lr:g}",
-                "want": layerscale_growth(lam0, lr)["steps_to_level"],
+                "want": layerscale_growth(lam0, lr)["max"][-1],
             }
         )
 
     def compare(got, case):
-        want = case["want"]
-        if want is None:
-            v = _number(got)
-            return None if v is not None and v >= 300 else f"predicted {got!r}; measured: not within 300 steps"
-        return _within(got, want, 0.30)
+        v = _number(got)
+        if v is None or v <= 0:
+            return f"expected a positive number, got {got!r}"
+        ratio = v / case["want"]
+        if not 0.5 <= ratio <= 2:
+            return f"predicted {v:.3g}, measured {case['want']:.3g} ({ratio:.2g} times; within a factor of 2 passes)"
+        return None
 
-    return _run("check_layerscale_steps", cases, fn, compare)
+    return _run("check_layerscale_reach", cases, fn, compare)
 
 
 def check_rezero_gradients(fn: Callable) -> Check:

@@ -69,7 +69,14 @@ def ch1_residual() -> store.Grid:
         "weights are; a lower learning rate (1e-3) for the residual-free stack at 3 and 12 blocks tests whether "
         "the learning rate is.",
         tuple(cells),
-        check=0,
+        decisions=(
+            store.Decision(
+                "residuals are needed to train (12 blocks)",
+                arm={"depth": 12, "arm": "no residual"},
+                against={"depth": 12, "arm": "residual"},
+                predicted="positive",
+            ),
+        ),
     )
 
 
@@ -94,7 +101,13 @@ def ch2_norm_lr() -> store.Grid:
         "Without normalisation, instabilities accumulate during training into non-finite losses or gradients "
         "at learning rates where the pre-norm model stays finite; at a low learning rate both stay finite.",
         tuple(cells),
-        check=0,
+        decisions=(
+            store.Decision(
+                "without normalisation, training at lr 3e-2 diverges",
+                arm={"norm": "none", "lr": 3e-2, "clip": 1.0},
+                event="diverged",
+            ),
+        ),
     )
 
 
@@ -119,7 +132,14 @@ def ch3_warmup() -> store.Grid:
         "2020, in their Xavier-initialised setting), increasingly so at higher learning rates; pre-norm trains "
         "about the same with or without warmup.",
         tuple(cells),
-        check=0,
+        decisions=(
+            store.Decision(
+                "post-norm's gain from warmup (Xavier init, lr 1e-3)",
+                arm={"init": "xavier", "lr": 1e-3, "norm": "post", "warmup": 0},
+                against={"init": "xavier", "lr": 1e-3, "norm": "post", "warmup": 50},
+                predicted="positive",
+            ),
+        ),
     )
 
 
@@ -153,7 +173,14 @@ def ch5_activation() -> store.Grid:
         "At equal parameters GELU ends at a lower validation loss than ReLU (paired by seed); Shazeer (2020) "
         "measured 1.983 vs 1.997 log-perplexity after 65,536 steps of a T5-base, and a gated SwiGLU lower still.",
         tuple(cells),
-        check=0,
+        decisions=(
+            store.Decision(
+                "GELU vs ReLU at GPT-2's init scale (std 0.02)",
+                arm={"init_std": 0.02, "activation": "relu", "setting": None},
+                against={"init_std": 0.02, "activation": "gelu_tanh", "setting": None},
+                predicted="positive",
+            ),
+        ),
     )
 
 
@@ -194,7 +221,14 @@ def ch7_layerscale() -> store.Grid:
         "With a small initial lambda a deep stack trains where the plain stack fails (diverges, stalls or ends "
         "worse); where the plain stack already trains, LayerScale ends no worse.",
         tuple(cells),
-        check=0,
+        decisions=(
+            store.Decision(  # the plain stack is the chaotic arm (LayerScale's runs barely move at first)
+                "LayerScale (1e-6) rescues the post-norm 48-block stack at lr 1e-3",
+                arm={"regime": "post-norm, Xavier init, no warmup", "layerscale": "off", "lr": 1e-3},
+                against={"regime": "post-norm, Xavier init, no warmup", "layerscale": 1e-6, "lr": 1e-3},
+                predicted="positive",
+            ),
+        ),
     )
 
 
@@ -224,7 +258,14 @@ def app_rezero() -> store.Grid:
         "56 % faster than post-norm with warmup). An earlier version of this grid asked for 2.5 nats/byte at one "
         "learning rate (1e-3): no arm reached it in 400 steps, so it could not decide anything.",
         tuple(cells),
-        check=0,
+        decisions=(
+            store.Decision(
+                "ReZero vs pre-norm at 24 blocks (lr 3e-3)",
+                arm={"arm": "ReZero", "lr": 3e-3},
+                against={"arm": "pre-norm", "lr": 3e-3},
+                predicted="negative",
+            ),
+        ),
     )
 
 
@@ -243,7 +284,14 @@ def app_layerscale_kind() -> store.Grid:
         "A per-channel lambda ends at a lower validation loss than a single scalar per sublayer (Touvron et al. "
         "2021 found the per-channel form better).",
         tuple(cells),
-        check=0,
+        decisions=(
+            store.Decision(
+                "per-channel vs scalar LayerScale at 24 blocks",
+                arm={"kind": "channel"},
+                against={"kind": "scalar"},
+                predicted="negative",
+            ),
+        ),
     )
 
 
@@ -264,7 +312,8 @@ def results(name: str) -> list[dict]:
 
     Refuses (``StoreError``, naming the file) results that are missing, malformed or made by code
     that has changed since; ``run(name)`` recomputes them."""
-    return store.rows(store.load(grid(name)))
+    g = grid(name)
+    return store.rows(store.load(g), g.kernel_tolerance)
 
 
 def info(name: str) -> dict:

@@ -40,7 +40,10 @@ def glue(name: str, value: Any, fmt: str | None = None) -> None:
 
 
 def setup(seed: int = 0, threads: int | None = None) -> str:
-    """Seed everything, keep torch to the machine's cores, pick the device; returns the device."""
+    """Seed everything, keep torch to the machine's cores, pick the device; returns the device.
+
+    ``threads`` (or ``$ANDREA_THREADS``; default: the machine's cores, at most 4) sets torch's thread
+    count: ``tools/portable.py`` uses it to run the book as a machine with fewer cores would."""
     import os
     import random
 
@@ -52,7 +55,10 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    torch.set_num_threads(threads or max(1, min(4, os.cpu_count() or 1)))
+    env = os.environ.get("ANDREA_THREADS", "")
+    if env and (not env.isdigit() or int(env) < 1):
+        raise ValueError(f"ANDREA_THREADS must be a positive integer, got {env!r}")
+    torch.set_num_threads(threads or int(env or 0) or max(1, min(4, os.cpu_count() or 1)))
     plt.rcParams.update(STYLE)  # the book's look for the chapter's own figures (asked for, not imposed)
     try:
         from IPython import get_ipython

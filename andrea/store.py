@@ -12,9 +12,12 @@ time, and a key made of
 * the hash of the grid's own specification.
 
 ``results(name)`` refuses a file whose key no longer matches the code (run ``make experiments``),
-and a file that is incomplete or malformed, naming the file and the problem. ``reproduce(name)``
-re-runs one cell from scratch and compares it with the stored numbers (``make test`` does this for
-every grid). Runs are seeded and use one CPU thread each, so a result does not depend on the
+and a file that is incomplete or malformed, naming the file and the problem. ``reproduce(grid)``
+re-runs, from scratch, one run of each arm that decides a verdict (the grid's ``decisions``), once
+natively and once under torch's portable kernels (another CPU, emulated), and compares both with the
+stored numbers (``make test`` does this for every grid): the spread between the two kernels must stay
+within the grid's stated ``kernel_tolerance``, and that tolerance must be too small to move the
+deciding interval across its threshold. Runs are seeded and use one CPU thread each, so a result does not depend on the
 machine's core count; ``run`` trains a grid's cells two at a time in worker processes, caching
 each finished cell, so an interrupted ``make experiments`` continues where it stopped.
 """
@@ -23,10 +26,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import platform
+import re
+import subprocess
+import sys
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,6 +51,16 @@ CODE_MODULES = ("config", "layers", "model", "train", "data", "probe", "runs")
 # Runs are bit-identical on one machine; these allow for another CPU's floating-point kernels.
 TOLERANCE = {"early_loss": 1e-4, "final_val_loss": 0.01}
 EARLY_STEPS = 20
+# The most a change of CPU kernels moves one stored run's final validation loss (nats), per grid
+# unless a grid states its own: measured by re-running each grid's deciding run under EMULATED
+# (worst of the seven grids: 0.0121, the per-channel LayerScale run at 24 blocks), rounded up. Every
+# verdict on paired stored differences is decided on its interval widened by what this can move
+# (``verdict.edge_shift``), so that it says the same when another machine re-runs the grid.
+KERNEL_TOLERANCE = 0.015
+# How another CPU is emulated: torch's portable C++ kernels instead of this machine's vector kernels
+# (AVX-512 here), and MKL's AVX2 code path for the matrix products (what MKL runs on an AMD or older
+# Intel CPU). Each changes the last bits of sums; together they stand in for "another machine".
+EMULATED = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 RESULT_FIELDS = (
     "steps",
     "loss",
@@ -85,12 +103,42 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A comparison that a verdict of the book rests on; `make test` re-runs its deciding arm.
+
+    ``arm`` and ``against`` are label matches (e.g. ``{"norm": "post", "warmup": 0}``); the deciding
+    difference is ``arm`` minus ``against`` in ``field``, paired by seed, and the claim predicts its
+    sign (``predicted``). With ``against`` None the verdict counts events over the arm's runs
+    (divergences, runs left on the plateau): then the re-run must show the same event."""
+
+    what: str  # the verdict it decides, in words
+    arm: dict
+    against: Optional[dict] = None
+    predicted: str = "negative"
+    field: str = "final_val_loss"
+    event: str = "diverged"  # for counts: a result field that is true or false
+
+    def rerun_label(self) -> dict:
+        return {**self.arm, "seed": 0}
+
+
+@dataclass(frozen=True)
 class Grid:
     name: str  # the file name under andrea/results
     title: str  # one line for a reader
     prediction: str  # what the claim predicts, stated before any run
     cells: tuple = field(default_factory=tuple)
-    check: int = 0  # the cell that `make test` re-runs from scratch
+    decisions: tuple = field(default_factory=tuple)  # Decision: what `make test` re-runs (seed 0 of each arm)
+    # The largest change in a re-run's final validation loss that a change of CPU kernels may cause
+    # (nats), stated from a measurement (KERNEL_TOLERANCE); reproduce() checks it both ways.
+    kernel_tolerance: float = KERNEL_TOLERANCE
+
+    def index(self, label: dict) -> int:
+        """The position of the cell whose label matches ``label`` in every key given."""
+        hits = [i for i, c in enumerate(self.cells) if all(c.label.get(k) == v for k, v in label.items())]
+        if len(hits) != 1:
+            raise ValueError(f"grid {self.name!r}: {len(hits)} cells match {label}, expected exactly one")
+        return hits[0]
 
     def spec_hash(self) -> str:
         blob = json.dumps([c.spec() for c in self.cells], sort_keys=True)
@@ -170,15 +218,23 @@ def run(grid: Grid, n_workers: Optional[int] = None) -> dict:
         "machine": f"{platform.machine()} {platform.system()}",
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "seconds": round(time.perf_counter() - t0, 1),
-        "check": grid.check,
+        "checks": [grid.index(d.rerun_label()) for d in grid.decisions],
         "cells": [{**c.spec(), "result": r} for c, r in zip(grid.cells, rows)],
     }
     atomic_write_text(path(grid.name), json.dumps(blob, indent=1) + "\n")
     return blob
 
 
-def load(grid: Grid, check_key: bool = True) -> dict:
-    """The stored file of ``grid``, validated (see the module docstring); StoreError if unusable."""
+def _without_torch(key) -> str:
+    return re.sub(r"-torch[^-]*-", "-", str(key))
+
+
+def load(grid: Grid, check_key: bool = True, same_torch: bool = False) -> dict:
+    """The stored file of ``grid``, validated (see the module docstring); StoreError if unusable.
+
+    Results made by the same code under another torch version (a reader on Colab, whose torch is
+    not the book's pinned one) are used, with a warning saying which torch measured them; with
+    ``same_torch`` (the tests) they are refused like results of other code."""
     p = path(grid.name)
     if not p.is_file():
         raise StoreError(
@@ -210,6 +266,15 @@ def load(grid: Grid, check_key: bool = True) -> dict:
         if missing:
             raise StoreError(f"{str(p)!r}: run {i} ({b['label']}) lacks {missing}: run `make experiments`")
     if check_key and blob.get("key") != grid.key():
+        if not same_torch and _without_torch(blob.get("key")) == _without_torch(grid.key()):
+            import torch
+
+            warnings.warn(
+                f"andrea: the stored results {grid.name!r} were measured with torch {blob.get('torch')}; this is "
+                f"torch {torch.__version__}: they are shown as measured (make experiments would re-run them here)",
+                stacklevel=2,
+            )
+            return blob
         raise StoreError(
             f"{str(p)!r} was made by other code (stored key {blob.get('key')}, current {grid.key()}): "
             "the model or training code changed since; run `make experiments`"
@@ -217,43 +282,120 @@ def load(grid: Grid, check_key: bool = True) -> dict:
     return blob
 
 
-def rows(blob: dict) -> list[dict]:
-    """Tidy rows: each run's label and results in one dict, plus its configs under model/train."""
-    return [{**c["label"], **c["result"], "model": c["model"], "train": c["train"]} for c in blob["cells"]]
+def rows(blob: dict, kernel_tolerance: float = 0.0) -> list[dict]:
+    """Tidy rows: each run's label and results in one dict, plus its configs under model/train (and
+    the grid's kernel tolerance, which ``paired`` passes on to the verdicts)."""
+    return [
+        {**c["label"], **c["result"], "model": c["model"], "train": c["train"], "kernel_tolerance": kernel_tolerance}
+        for c in blob["cells"]
+    ]
 
 
-def reproduce(grid: Grid) -> dict:
-    """Re-run the grid's check cell from scratch; compare with the stored result.
+def run_emulated(cell: Cell) -> dict:
+    """Train ``cell`` (one thread) in a child process that uses torch's portable kernels: the run as a
+    CPU with other vector units would compute it (``ATEN_CPU_CAPABILITY`` is read when torch loads)."""
+    code = (
+        "import json, sys; from andrea import store, runs; "
+        "print(json.dumps(runs.run_cell(store.Cell(**json.loads(sys.stdin.read())), threads=1)))"
+    )
+    env = dict(os.environ, **EMULATED)
+    r = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(cell.spec()), env=env, capture_output=True, text=True
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"the emulated run of {cell.label} failed: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
-    Returns {"ok": bool, "label": ..., "early_loss_diff": ..., "final_val_loss_diff": ..., "problems": [...]}.
-    """
-    blob = load(grid, check_key=False)
-    i = blob.get("check", grid.check)
-    stored = blob["cells"][i]["result"]
-    fresh = run_cell(grid.cells[i], threads=1)
-    problems = []
-    if bool(stored["diverged"]) != bool(fresh["diverged"]):
-        problems.append(f"diverged: stored {stored['diverged']}, now {fresh['diverged']}")
+
+def _differences(stored: dict, fresh: dict) -> dict:
     a, b = stored["loss"][:EARLY_STEPS], fresh["loss"][:EARLY_STEPS]
     early = max((abs(x - y) for x, y in zip(a, b) if x is not None and y is not None), default=0.0)
-    if len(a) != len(b) or early > TOLERANCE["early_loss"]:
-        problems.append(f"first {EARLY_STEPS} losses differ by up to {early:.2g} (tolerance {TOLERANCE['early_loss']})")
     fv = None
     if stored["final_val_loss"] is not None and fresh["final_val_loss"] is not None:
         fv = abs(stored["final_val_loss"] - fresh["final_val_loss"])
-        if fv > TOLERANCE["final_val_loss"]:
+    return {"early_loss": early, "final_val_loss": fv, "same_length": len(a) == len(b)}
+
+
+def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict:
+    """How far the stored verdict of ``decision`` is from flipping, against the most a change of
+    kernels within ``grid.kernel_tolerance`` could move it (``verdict.edge_shift``)."""
+    from . import verdict
+
+    rs = rows_ if rows_ is not None else rows(load(grid, check_key=False))
+    if decision.against is None:
+        arm = pick(rs, **decision.arm)
+        return {"kind": "count", "events": sum(bool(r[decision.event]) for r in arm), "runs": len(arm)}
+    d = list(paired(rs, decision.field, decision.against, decision.arm))
+    shift = verdict.edge_shift(len(d), grid.kernel_tolerance)
+    return {
+        "kind": "interval",
+        "label": verdict.compare(d, decision.predicted).label,  # on the raw interval
+        "robust_label": verdict.compare(d, decision.predicted, noise=shift).label,  # what the book says
+        "distance": verdict.flip_distance(d, decision.predicted),
+        "shift": shift,
+        "n": len(d),
+    }
+
+
+def reproduce(grid: Grid, emulate: bool = True) -> dict:
+    """Re-run, from scratch, the seed-0 run of each deciding arm (``grid.decisions``), natively and
+    (``emulate``) under torch's portable kernels; compare with the stored numbers.
+
+    Returns {"ok": bool, "problems": [...], "cells": [one dict per decision: its label, the
+    differences native vs stored and emulated vs stored, the kernel spread, the verdict's margin]}.
+    Natively a re-run must match the stored run within ``TOLERANCE`` (runs are deterministic on one
+    kind of CPU); under emulation its final loss must stay within ``grid.kernel_tolerance``, and that
+    tolerance must be too small to move the deciding verdict across its threshold."""
+    blob = load(grid, check_key=False)
+    rs = rows(blob)
+    problems: list[str] = []
+    out = []
+    if not grid.decisions:
+        problems.append(f"grid {grid.name!r} declares no deciding arm to re-run")
+    for dec in grid.decisions:
+        i = grid.index(dec.rerun_label())
+        cell, stored = grid.cells[i], blob["cells"][i]["result"]
+        fresh = run_cell(cell, threads=1)
+        native = _differences(stored, fresh)
+        if bool(stored["diverged"]) != bool(fresh["diverged"]):
+            problems.append(f"{cell.label}: diverged: stored {stored['diverged']}, now {fresh['diverged']}")
+        if not native["same_length"] or native["early_loss"] > TOLERANCE["early_loss"]:
             problems.append(
-                f"final validation loss {fresh['final_val_loss']} vs stored {stored['final_val_loss']} "
+                f"{cell.label}: first {EARLY_STEPS} losses differ by up to {native['early_loss']:.2g} "
+                f"(tolerance {TOLERANCE['early_loss']})"
+            )
+        if native["final_val_loss"] is not None and native["final_val_loss"] > TOLERANCE["final_val_loss"]:
+            problems.append(
+                f"{cell.label}: final validation loss {fresh['final_val_loss']} vs stored {stored['final_val_loss']} "
                 f"(tolerance {TOLERANCE['final_val_loss']})"
             )
-    return {
-        "ok": not problems,
-        "label": grid.cells[i].label,
-        "early_loss_diff": early,
-        "final_val_loss_diff": fv,
-        "problems": problems,
-        "seconds": fresh["seconds"],
-    }
+        row = {"what": dec.what, "label": cell.label, "native": native, "seconds": fresh["seconds"]}
+        m = margin(grid, dec, rs)
+        row["margin"] = m
+        if m["kind"] == "interval" and m["shift"] >= m["distance"] and m["robust_label"] != "inconclusive":
+            problems.append(
+                f"{dec.what}: a change of kernels within {grid.kernel_tolerance} nats per run could move the "
+                f"interval by up to {m['shift']:.3f}, and the verdict ({m['robust_label']}) is only "
+                f"{m['distance']:.3f} from flipping: it would not be a result on another machine"
+            )
+        if emulate:
+            emu = run_emulated(cell)
+            spread = None
+            if fresh["final_val_loss"] is not None and emu["final_val_loss"] is not None:
+                spread = abs(fresh["final_val_loss"] - emu["final_val_loss"])
+            row["emulated"] = {**_differences(stored, emu), "spread": spread, "diverged": emu["diverged"]}
+            if bool(emu["diverged"]) != bool(fresh["diverged"]):
+                problems.append(f"{cell.label}: diverged natively {fresh['diverged']}, emulated {emu['diverged']}")
+            elif m["kind"] == "count" and bool(emu[dec.event]) != bool(fresh[dec.event]):
+                problems.append(f"{cell.label}: {dec.event} natively {fresh[dec.event]}, emulated {emu[dec.event]}")
+            if spread is not None and (math.isnan(spread) or spread > grid.kernel_tolerance):
+                problems.append(
+                    f"{cell.label}: portable kernels end at {emu['final_val_loss']:.4f}, native at "
+                    f"{fresh['final_val_loss']:.4f}: spread {spread:.4f} > the grid's kernel tolerance "
+                    f"{grid.kernel_tolerance}"
+                )
+        out.append(row)
+    return {"ok": not problems, "problems": problems, "cells": out}
 
 
 def describe(blob: dict) -> str:
@@ -275,10 +417,18 @@ def values(rs: Sequence[dict], field: str, **match) -> list:
     return [r[field] for r in sorted(pick(rs, **match), key=lambda r: r["seed"])]
 
 
-def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> list[float]:
+class Paired(list):
+    """Per-seed differences of stored runs, carrying the grid's ``kernel_tolerance``: the verdict
+    functions widen their interval by what a change of CPU could move it (``verdict.edge_shift``)."""
+
+    kernel_tolerance: float = 0.0
+
+
+def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> Paired:
     """Per-seed differences ``field``(b) - ``field``(a) between two arms that share their seeds.
 
-    A seed where either run has no value (it diverged) is an error: decide those runs separately."""
+    A seed where either run has no value (it diverged) is an error: decide those runs separately.
+    Rows from ``experiments.results`` carry their grid's kernel tolerance; the result keeps it."""
     ra = {r["seed"]: r[field] for r in pick(rs, **a)}
     rb = {r["seed"]: r[field] for r in pick(rs, **b)}
     if set(ra) != set(rb):
@@ -286,4 +436,6 @@ def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> list[float]:
     missing = [s for s in ra if ra[s] is None or rb[s] is None]
     if missing:
         raise ValueError(f"seeds {missing} have no {field} in {a} or {b} (a diverged run)")
-    return [rb[s] - ra[s] for s in sorted(ra)]
+    out = Paired(rb[s] - ra[s] for s in sorted(ra))
+    out.kernel_tolerance = max((r.get("kernel_tolerance", 0.0) for r in pick(rs, **a) + pick(rs, **b)), default=0.0)
+    return out

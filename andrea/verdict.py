@@ -118,18 +118,42 @@ class Verdict:
         return f"{self.label}: {self.reason}"
 
 
+def _noise(diffs, noise) -> float:
+    """The widening for ``diffs``: given, or what a change of CPU could move the interval of stored
+    runs (``andrea.store.Paired`` carries its grid's kernel tolerance), or 0."""
+    if noise is not None:
+        if noise < 0 or not math.isfinite(noise):
+            raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
+        return noise
+    tol = getattr(diffs, "kernel_tolerance", 0.0)
+    n = len(diffs)
+    return edge_shift(n, tol) if tol and n >= 2 else 0.0
+
+
+def _machine_note(noise: float) -> str:
+    return f"; another CPU could move it by up to ±{noise:.2g}, so this is not decisive"
+
+
 def compare(
-    diffs: Sequence[float], predicted: str, margin: float = 0.0, what: str = "the difference", exact: bool = False
+    diffs: Sequence[float],
+    predicted: str,
+    margin: float = 0.0,
+    what: str = "the difference",
+    exact: bool = False,
+    noise: float | None = None,
 ) -> Verdict:
     """Decide a prediction about the sign of ``diffs`` (per-seed values or paired differences).
 
     ``predicted`` is "positive" (the claim predicts diffs > margin) or "negative" (diffs < -margin).
     ``exact``: the quantity has no noise (a property of the architecture), so one value decides.
+    ``noise``: decide on the interval widened by this much on each side: what another machine could
+    move it (by default taken from stored runs' kernel tolerance, see ``edge_shift``; 0 otherwise).
     """
     if predicted not in ("positive", "negative"):
         raise ValueError(f"predicted must be 'positive' or 'negative', got {predicted!r}")
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
+    wide = _noise(diffs, noise)
     ci = interval(diffs)
     sign = 1 if predicted == "positive" else -1
     lo, hi = (ci.lo, ci.hi) if sign > 0 else (-ci.hi, -ci.lo)  # in the predicted direction
@@ -137,11 +161,37 @@ def compare(
         return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
     side = "above" if sign > 0 else "below"
     bound = f"{sign * margin:+.3g}" if margin else "0"
-    if lo > margin:
+    if lo - wide > margin:
         return Verdict("confirmed", f"{what} is {ci} — entirely {side} {bound}, as predicted", ci)
-    if hi < -margin:
+    if hi + wide < -margin:
         return Verdict("not reproduced", f"{what} is {ci} — entirely on the other side of {bound}", ci)
+    if lo > margin or hi < -margin:
+        where = "entirely " + (f"{side} {bound}" if lo > margin else f"on the other side of {bound}")
+        return Verdict("inconclusive", f"{what} is {ci} — {where}" + _machine_note(wide), ci)
     return Verdict("inconclusive", f"{what} is {ci} — the interval contains {bound}: within the noise", ci)
+
+
+def flip_distance(diffs: Sequence[float], predicted: str, margin: float = 0.0) -> float:
+    """How far the 95 % interval of ``diffs`` is from changing ``compare``'s label (same units as
+    ``diffs``): for a confirmed or not-reproduced verdict, the gap between the interval's near edge and
+    its threshold; for an inconclusive one, the smaller distance either edge would have to move."""
+    ci = interval(diffs)
+    lo, hi = (ci.lo, ci.hi) if predicted == "positive" else (-ci.hi, -ci.lo)
+    if lo > margin:
+        return lo - margin
+    if hi < -margin:
+        return -margin - hi
+    return min(margin - lo, hi + margin)
+
+
+def edge_shift(n: int, delta: float) -> float:
+    """The most an edge of the 95 % interval of ``n`` paired differences can move when every run of
+    both arms changes by at most ``delta`` (another CPU re-running the grid): each difference moves by at
+    most 2 delta, so the mean by at most 2 delta and the standard deviation by at most 2 delta
+    sqrt(n / (n - 1)); the edge by at most 2 delta (1 + t / sqrt(n - 1))."""
+    if n < 2:
+        raise ValueError(f"an interval needs n >= 2, got {n}")
+    return 2 * delta * (1 + t975(n - 1) / math.sqrt(n - 1))
 
 
 def fisher_one_sided(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
@@ -172,20 +222,28 @@ def counts(
     return Verdict("inconclusive", f"{said}: no difference beyond chance (p = {p_more:.2g})")
 
 
-def equivalent(diffs: Sequence[float], margin: float, what: str = "the difference") -> Verdict:
+def equivalent(
+    diffs: Sequence[float], margin: float, what: str = "the difference", noise: float | None = None
+) -> Verdict:
     """Decide a prediction that two arms are *about the same*: the whole 95 % interval of ``diffs``
     within (-margin, +margin) is confirmed (two one-sided tests, TOST, at the 2.5 % level each);
     the whole interval outside it is not reproduced; anything else is inconclusive. A test that
-    only asked for "not better by more than the margin" would call a clear loss "the same"."""
+    only asked for "not better by more than the margin" would call a clear loss "the same".
+    ``noise`` widens the interval as in ``compare``."""
     if margin <= 0:
         raise ValueError(f"equivalence needs a margin > 0, got {margin}")
+    wide = _noise(diffs, noise)
     ci = interval(diffs)
     if ci.n < 2:
         return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
-    if -margin < ci.lo and ci.hi < margin:
+    if -margin < ci.lo - wide and ci.hi + wide < margin:
         return Verdict("confirmed", f"{what} is {ci} — inside ±{margin:g}: the same within the margin", ci)
-    if ci.lo >= margin or ci.hi <= -margin:
+    if ci.lo - wide >= margin or ci.hi + wide <= -margin:
         return Verdict("not reproduced", f"{what} is {ci} — outside ±{margin:g}: they differ", ci)
+    if -margin < ci.lo and ci.hi < margin:
+        return Verdict("inconclusive", f"{what} is {ci} — inside ±{margin:g}" + _machine_note(wide), ci)
+    if ci.lo >= margin or ci.hi <= -margin:
+        return Verdict("inconclusive", f"{what} is {ci} — outside ±{margin:g}" + _machine_note(wide), ci)
     return Verdict("inconclusive", f"{what} is {ci} — reaches beyond ±{margin:g}: not shown to be the same", ci)
 
 

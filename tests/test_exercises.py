@@ -105,14 +105,20 @@ def test_vocab_and_minimum_and_prediction_checkers():
 
 
 @pytest.mark.slow
-def test_layerscale_steps_checker_measures():
+def test_layerscale_reach_checker_measures_and_the_chapters_answer_passes_with_a_margin():
     from andrea.analysis import layerscale_growth
 
-    measured = layerscale_growth(1e-6, 3e-3)["steps_to_level"]
-    assert X.check_layerscale_steps(
-        lambda lam0, lr: measured if lr == 3e-3 else layerscale_growth(1e-4, 1e-2)["steps_to_level"]
-    )
-    assert not X.check_layerscale_steps(lambda lam0, lr: 0.1 / lr)  # the naive bound is far too fast
+    assert X.check_layerscale_reach(lambda lam0, lr: layerscale_growth(lam0, lr)["max"][-1])  # the truth passes
+    assert not X.check_layerscale_reach(lambda lam0, lr: lam0 + 300 * lr)  # AdamW's bound is ~10x too far
+    # the chapter's answer: the fastest lambda moves as if at the full rate for k steps, k measured once
+    k = layerscale_growth(1e-6, 3e-3)["max"][-1] / 3e-3
+    assert X.check_layerscale_reach(lambda lam0, lr: lam0 + k * lr)
+    # ... and not by luck: it is inside a factor of 1.8, against the checker's 2. Measured over this
+    # machine's kernels and the emulated second machine (tools/portable.py), the answer's ratio to the
+    # measurement lies between 0.93 and 1.58 for these settings.
+    for lam0, lr in ((1e-4, 1e-2), (1e-6, 1e-2)):
+        ratio = (lam0 + k * lr) / layerscale_growth(lam0, lr)["max"][-1]
+        assert 1 / 1.8 < ratio < 1.8, (lam0, lr, ratio)
 
 
 def test_checker_reports_an_exception_in_the_readers_code():

@@ -88,3 +88,47 @@ def test_equivalence_needs_the_whole_interval_inside_the_margin():
     assert V.equivalent([0.20, 0.25, 0.22], 0.05).label == "not reproduced"  # clearly different
     assert V.equivalent([0.20, -0.1, 0.05], 0.05).label == "inconclusive"  # too noisy to tell
     assert V.equivalent([-0.3, -0.25, -0.28], 0.05).label == "not reproduced"  # a clear loss is not "the same"
+
+
+def test_noise_widens_the_interval_a_verdict_is_decided_on():
+    from andrea.verdict import compare, edge_shift, equivalent, flip_distance
+
+    d = [0.30, 0.32, 0.28, 0.31, 0.29]  # interval about [0.28, 0.32]
+    assert compare(d, "positive").label == "confirmed"
+    dist = flip_distance(d, "positive")
+    assert 0.27 < dist < 0.29
+    assert compare(d, "positive", noise=dist * 0.9).label == "confirmed"
+    v = compare(d, "positive", noise=dist * 1.1)
+    assert v.label == "inconclusive" and "another CPU could move it" in v.reason
+    assert compare([-x for x in d], "positive", noise=dist * 1.1).label == "inconclusive"
+    assert equivalent([0.01, -0.01, 0.0, 0.005], 0.05).label == "confirmed"
+    assert equivalent([0.01, -0.01, 0.0, 0.005], 0.05, noise=0.05).label == "inconclusive"
+    # the bound: each of n differences moving by 2*delta moves an edge by at most 2*delta*(1 + t/sqrt(n-1))
+    import random
+
+    rng = random.Random(0)
+    for n in (3, 6):
+        base = [rng.gauss(0, 1) for _ in range(n)]
+        from andrea.verdict import interval
+
+        ci = interval(base)
+        for _ in range(200):
+            moved = [x + rng.uniform(-0.02, 0.02) for x in base]
+            cj = interval(moved)
+            assert max(abs(cj.lo - ci.lo), abs(cj.hi - ci.hi)) <= edge_shift(n, 0.01) + 1e-12
+
+
+def test_stored_differences_carry_their_grids_kernel_tolerance_into_the_verdict():
+    from andrea import experiments, store
+    from andrea.verdict import compare, edge_shift
+
+    rows = experiments.results("ch5_activation")
+    d = store.paired(
+        rows,
+        "final_val_loss",
+        {"init_std": 0.02, "activation": "gelu_tanh", "setting": None},
+        {"init_std": 0.02, "activation": "relu", "setting": None},
+    )
+    assert d.kernel_tolerance == store.KERNEL_TOLERANCE
+    wide = compare(d, "positive")
+    assert wide == compare(list(d), "positive", noise=edge_shift(len(d), store.KERNEL_TOLERANCE))

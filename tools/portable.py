@@ -1,0 +1,455 @@
+"""The same book on every machine: re-run the book's pages as another CPU would, and compare what they say.
+
+A reader's laptop is not the machine that built the book: other vector kernels (AVX2, AVX-512, NEON,
+or torch's portable C++ kernels), another thread count. Those change the last bits of every float
+sum, and a few hundred training steps can grow such bits into visible differences. This tool
+executes every page of the book (chapters, labs, appendix) in a fresh kernel under a chosen
+emulation, by default torch's portable kernels (``ATEN_CPU_CAPABILITY=default``) with MKL's AVX2
+code path for matrix products (``andrea.store.EMULATED``), on one thread, with an empty cache (nothing
+computed earlier is reused), and compares every reading with another run:
+
+* every glued value (``{glue:text}`name```): its words must be identical, its numbers must agree
+  within the tolerance of its kind (``KINDS`` below: values computed at initialisation or from the
+  stored results, values after live training, wall-clock timings);
+* every verdict of every "Checking the claims" table: the label must be identical;
+* every exercise checker's result (✓ / ✗): identical;
+* and every page must run without an error.
+
+    python tools/portable.py                    # portable kernels, 1 thread, against the native build in _build
+    python tools/portable.py --threads 2        # portable kernels, 2 threads
+    python tools/portable.py --against native   # execute the native side here too (no build needed)
+    make check-portable                         # the same, for readers: prints the table, exit 1 on a difference
+
+`make test` runs it after the book's build (tests/test_portable.py). The table lists every value
+that differs, with both readings and the tolerance that was applied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import html.parser
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+BUILD = ROOT / "_build"
+
+
+# ---------------------------------------------------------------------------------------------
+# Tolerances, stated per kind of value
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tolerance:
+    rel: float  # relative difference allowed between the two readings of a number
+    digits: float  # ... or this many units of the last digit the page prints (rounding can straddle)
+    why: str
+    factor: float = 0.0  # ... or (when > 0) a ratio of at most this between two numbers of the same sign
+
+    def allows(self, a: float, b: float, unit: float) -> bool:
+        if math.isinf(self.rel) or abs(a - b) <= max(self.rel * max(abs(a), abs(b)), self.digits * unit):
+            return True
+        return self.factor > 0 and a * b > 0 and max(abs(a), abs(b)) <= self.factor * min(abs(a), abs(b))
+
+
+TOLERANCES = {
+    # A fresh model, or arithmetic on the stored results: the kernels change the last bits only, so a
+    # printed number may differ by one unit of its last digit when the exact value sits on a rounding
+    # boundary (measured, native AVX2 vs portable kernels: every such number agrees within that).
+    "exact": Tolerance(rel=1e-4, digits=1, why="initialisation or stored results"),
+    # Numbers that *are* rounding errors (float32 vs float64 differences, a collapsed residual at the
+    # level of float32's epsilon): which bits come out depends on the kernels; the order of magnitude
+    # does not.
+    "rounding": Tolerance(rel=0.0, digits=0, factor=10.0, why="a rounding error itself"),
+    # After live training: rounding differences grow over the steps. Measured between this machine's
+    # AVX-512 kernels and the emulation (portable kernels, MKL's AVX2 path; 1 and 2 threads) over the
+    # book's live training (chapter 7, 300 steps): up to 20 % (the largest lambda: 0.085 to 0.103).
+    "trained": Tolerance(rel=0.3, digits=1, why="after live training"),
+    # Wall-clock timings differ from run to run on one machine: only their words are compared.
+    "timing": Tolerance(rel=float("inf"), digits=0, why="a timing (not compared)"),
+}
+# Readings (fnmatch patterns on the reading's key, e.g. "glue t_ratio") by kind, per page; anything
+# not listed is "exact", and verdicts, exercise checks and errors must always be identical.
+KINDS = {
+    "01_residual": {"glue sum_err*": "rounding", "glue rank_nores_48": "rounding"},
+    "02_layernorm": {
+        "glue ln_diff*": "rounding",
+        "glue tok_mean_max": "rounding",  # |mean| after LayerNorm: float32's rounding of a zero
+        "measured *LayerNorm brings*": "rounding",
+        "measured *y = gamma*": "rounding",
+    },
+    "04_mlp": {"glue t_ratio": "timing"},
+    "05_gelu": {"glue speed_ratio": "timing"},
+    "07_layerscale": {"glue growth_*": "trained"},
+    "papers": {"glue time_*": "timing"},
+}
+
+
+def kind_of(page: str, key: str) -> str:
+    if key.startswith(("verdict", "check", "error")):
+        return "label"
+    for pattern, kind in KINDS.get(page, {}).items():
+        if fnmatch.fnmatchcase(key, pattern):
+            return kind
+    return "exact"
+
+
+# ---------------------------------------------------------------------------------------------
+# Readings of an executed page
+# ---------------------------------------------------------------------------------------------
+class _Tables(html.parser.HTMLParser):
+    """The rows of the "Checking the claims" tables in an HTML output (andrea.notebook.ClaimsTable)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self._in = 0
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table" and "claims-table" in (dict(attrs).get("class") or ""):
+            self._in += 1
+        elif self._in and tag == "tr":
+            self.rows.append([])
+        elif self._in and tag == "td":
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self._in:
+            self._in -= 1
+        elif tag == "td" and self._cell is not None:
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def readings(nb, executed: Path | None = None) -> dict[str, str]:
+    """What an executed page says: glued values, claim verdicts, exercise checks, errors."""
+    from make_colab import glued_values
+
+    out = {f"glue {k}": v for k, v in glued_values(nb, executed).items()}
+    n_claim = n_check = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                out[f"error {len([k for k in out if k.startswith('error')]) + 1}"] = (
+                    f"{o.get('ename')}: {o.get('evalue')}"
+                )
+                continue
+            data = o.get("data", {})
+            page_html = _text(data.get("text/html", ""))
+            if "claims-table" in page_html:
+                t = _Tables()
+                t.feed(page_html)
+                for row in t.rows:
+                    if len(row) >= 3:
+                        n_claim += 1
+                        claim = f"{n_claim} ({row[0][:48]})"
+                        out[f"verdict {claim}"] = row[2]
+                        out[f"measured {claim}"] = row[1]
+            plain = _text(data.get("text/plain", ""))
+            if plain[:2] in ("✓ ", "✗ ") and "scrapbook" not in o.get("metadata", {}):
+                n_check += 1
+                out[f"check {n_check}"] = plain
+    return out
+
+
+def executed_pages(folder: Path) -> dict[str, Path]:
+    """page stem -> executed notebook, in a folder written by this tool or by the book's build."""
+    found = {}
+    for p in sorted(folder.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" not in p.parts:
+            found[p.stem] = p
+    return found
+
+
+def read_build(folder: Path = BUILD / "jupyter_execute") -> dict[str, dict[str, str]]:
+    """Readings of every page the native build executed (outputs merged from myst-nb's cache)."""
+    from make_colab import _with_outputs
+
+    return {stem: readings(_with_outputs(p), p) for stem, p in executed_pages(folder).items() if stem in page_stems()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Executing the pages under an emulation
+# ---------------------------------------------------------------------------------------------
+def pages() -> list[Path]:
+    """Every page of the table of contents that has code, in reading order."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    out = []
+    for f in files:
+        md, nb = ROOT / f"{f}.md", ROOT / f"{f}.ipynb"
+        p = md if md.exists() else nb
+        if p.exists() and ("{code-cell}" in p.read_text() or p.suffix == ".ipynb"):
+            out.append(p)
+    return out
+
+
+def page_stems() -> set[str]:
+    return {p.stem for p in pages()}
+
+
+def emulation(capability: str, threads: int) -> dict:
+    """The environment of a kernel that runs like another machine."""
+    env = {"ANDREA_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    if capability != "native":
+        from andrea.store import EMULATED  # the same emulation as the results store's re-runs
+
+        env.update(EMULATED, ATEN_CPU_CAPABILITY=capability)
+    return env
+
+
+def _execute_one(page: Path, out: Path) -> None:
+    """(In a child process with the emulation's environment.) Execute one page and write it to ``out``."""
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = jupytext.read(page) if page.suffix == ".md" else nbformat.read(page, as_version=4)
+    client = NotebookClient(
+        nb, timeout=900, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(page.parent)}}
+    )
+    try:
+        client.execute()
+    except CellExecutionError:
+        pass  # the error is in the cell's outputs: it becomes an "error" reading
+    nbformat.write(nb, out)
+
+
+def run_pages(
+    capability: str, threads: int, into: Path, jobs: int | None = None, say=print, only: list[str] | None = None
+) -> dict[str, float]:
+    """Execute every page under the emulation (empty cache, fresh kernels) into ``into``; seconds per page."""
+    into.mkdir(parents=True, exist_ok=True)
+    cache = Path(tempfile.mkdtemp(prefix="andrea-portable-cache-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")}
+    env.update(ANDREA_CACHE=str(cache), ANDREA_BOOK_BUILD="1", **emulation(capability, threads))
+    cores = os.cpu_count() or 1
+    jobs = jobs or max(1, cores // threads)
+    # the shared caches (corpus, tokenizers) are built once, under the emulation, before the pages run
+    subprocess.run(
+        [sys.executable, "-c", "from andrea.data import load_token_data as f; f('bytes'); f('bpe')"],
+        env=env,
+        check=True,
+        cwd=ROOT,
+    )
+    seconds: dict[str, float] = {}
+
+    def one(page: Path) -> None:
+        t0 = time.perf_counter()
+        r = subprocess.run(
+            [sys.executable, __file__, "--execute-one", str(page), "--into", str(into / f"{page.stem}.ipynb")],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:  # the kernel could not run the page at all (an error in a cell is a reading)
+            raise RuntimeError(f"{page.name} could not be executed:\n{r.stderr[-3000:]}")
+        seconds[page.stem] = time.perf_counter() - t0
+        say(f"  {page.relative_to(ROOT)}: {seconds[page.stem]:.0f} s")
+
+    todo = [p for p in pages() if not only or p.stem in only]
+    todo.sort(key=lambda p: -p.stat().st_size)  # the longest first, for an even finish
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, todo))
+    return seconds
+
+
+def read_folder(folder: Path) -> dict[str, dict[str, str]]:
+    import nbformat
+
+    return {stem: readings(nbformat.read(p, as_version=4), p) for stem, p in executed_pages(folder).items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing two runs
+# ---------------------------------------------------------------------------------------------
+NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+−]?\d+)?")
+
+
+def numbers(text: str) -> tuple[str, list[tuple[float, float]]]:
+    """``text`` with every number replaced by '#', and the numbers as (value, unit of the last digit)."""
+    found = []
+
+    def take(m):
+        s = m.group(0).replace("−", "-").replace(",", "")
+        mant, _, exp = s.partition("e") if "e" in s else s.partition("E")
+        decimals = len(mant.split(".")[1]) if "." in mant else 0
+        scale = 10.0 ** int(exp or 0)
+        found.append((float(s), 10.0**-decimals * scale))
+        return "#"
+
+    return NUMBER.sub(take, text), found
+
+
+@dataclass
+class Difference:
+    page: str
+    key: str
+    a: str
+    b: str
+    kind: str
+    why: str
+
+
+def compare(a: dict[str, dict[str, str]], b: dict[str, dict[str, str]]) -> tuple[list[Difference], dict]:
+    """Every reading of ``a`` against ``b``; returns the differences and per-kind statistics
+    (count of values compared, largest relative difference of the numbers)."""
+    diffs: list[Difference] = []
+    stats: dict[str, dict] = {}
+    for page in sorted(set(a) | set(b)):
+        if page not in a or page not in b:
+            diffs.append(
+                Difference(
+                    page,
+                    "(page)",
+                    "ran" if page in a else "missing",
+                    "ran" if page in b else "missing",
+                    "",
+                    "page not executed",
+                )
+            )
+            continue
+        ra, rb = a[page], b[page]
+        for key in sorted(set(ra) | set(rb)):
+            if key not in ra or key not in rb:
+                diffs.append(Difference(page, key, ra.get(key, "—"), rb.get(key, "—"), "", "present in one run only"))
+                continue
+            x, y = ra[key], rb[key]
+            kind = kind_of(page, key)
+            s = stats.setdefault(kind, {"values": 0, "numbers": 0, "largest_rel": 0.0, "largest": ""})
+            s["values"] += 1
+            if kind == "label":
+                if x != y:
+                    diffs.append(Difference(page, key, x, y, kind, "must be identical"))
+                continue
+            tol = TOLERANCES[kind]
+            (wa, na), (wb, nb_) = numbers(x), numbers(y)
+            if wa != wb or len(na) != len(nb_):
+                diffs.append(Difference(page, key, x, y, kind, "the words differ (must be identical)"))
+                continue
+            for (va, ua), (vb, ub) in zip(na, nb_):
+                s["numbers"] += 1
+                rel = abs(va - vb) / max(abs(va), abs(vb)) if va != vb else 0.0
+                if rel > s["largest_rel"]:
+                    s["largest_rel"], s["largest"] = rel, f"{page} {key}: {x} vs {y}"
+                if not tol.allows(va, vb, max(ua, ub)):
+                    diffs.append(Difference(page, key, x, y, kind, f"beyond the {kind} tolerance ({tol.why})"))
+                    break
+    return diffs, stats
+
+
+def report(diffs: list[Difference], stats: dict, a_name: str, b_name: str) -> str:
+    lines = []
+    total = sum(s["values"] for s in stats.values())
+    lines.append(f"{total} readings compared ({a_name} vs {b_name}):")
+    for kind, s in sorted(stats.items()):
+        tol = TOLERANCES.get(kind, TOLERANCES["exact"])
+        if kind == "label":
+            rule = "identical"
+        elif kind == "timing":
+            rule = "words identical, numbers not compared"
+        elif tol.factor:
+            rule = f"words identical, numbers within a factor of {tol.factor:g}"
+        else:
+            rule = f"words identical, numbers within rel {tol.rel:g} or {tol.digits:g} unit of the last digit"
+        lines.append(
+            f"  {kind:8s} {s['values']:4d} values, {s['numbers']:4d} numbers; largest relative difference "
+            f"{s['largest_rel']:.2g}; rule: {rule}" + (f"\n           largest: {s['largest']}" if s["largest"] else "")
+        )
+    if not diffs:
+        lines.append("No reading differs beyond its tolerance: the book says the same on both.")
+    else:
+        lines.append(f"{len(diffs)} reading(s) differ:")
+        lines.append(f"  {'page':16s} {'reading':28s} {a_name[:30]:30s} {b_name[:30]:30s} why")
+        for d in diffs:
+            lines.append(f"  {d.page:16s} {d.key[:28]:28s} {d.a[:30]:30s} {d.b[:30]:30s} {d.why}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="tools/portable.py", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--capability",
+        default="default",
+        help="ATEN_CPU_CAPABILITY to emulate (default: 'default', "
+        "torch's portable kernels; 'native' keeps this machine's)",
+    )
+    p.add_argument("--threads", type=int, default=1, help="torch threads per kernel (default 1)")
+    p.add_argument(
+        "--against",
+        choices=("build", "native"),
+        default="build",
+        help="compare with the native build in _build (default) or execute the native side here too",
+    )
+    p.add_argument("--out", type=Path, default=BUILD / "portable", help="where the executed pages and report go")
+    p.add_argument("--pages", nargs="+", metavar="STEM", help="only these pages (e.g. 07_layerscale)")
+    p.add_argument("--execute-one", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--into", type=Path, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.execute_one:
+        _execute_one(a.execute_one, a.into)
+        return 0
+    if a.threads < 1:
+        p.exit(2, f"{p.prog}: error: --threads must be >= 1, got {a.threads}\n")
+    name = f"{a.capability}-{a.threads}t"
+    t0 = time.perf_counter()
+    print(f"portable: executing every page with ATEN_CPU_CAPABILITY={a.capability}, {a.threads} thread(s)", flush=True)
+    stems = sorted(page_stems())
+    bad = [x for x in a.pages or [] if x not in stems]
+    if bad:
+        p.exit(2, f"{p.prog}: error: no page {bad}; the pages are {stems}\n")
+    folder = a.out / name
+    for old in folder.glob("*.ipynb") if folder.is_dir() else []:
+        old.unlink()  # a page left from an earlier run must not be read as this run's
+    secs = run_pages(a.capability, a.threads, folder, only=a.pages)
+    emulated = read_folder(folder)
+    if a.against == "native":
+        print("portable: executing every page natively", flush=True)
+        for old in (a.out / "native").glob("*.ipynb") if (a.out / "native").is_dir() else []:
+            old.unlink()
+        run_pages("native", min(4, os.cpu_count() or 1), a.out / "native", only=a.pages)
+        native, native_name = read_folder(a.out / "native"), "native"
+    else:
+        if not (BUILD / "jupyter_execute").is_dir():
+            p.exit(2, f"{p.prog}: error: no native build in {BUILD}: run `make book` first, or use --against native\n")
+        native, native_name = read_build(), "native build"
+        if a.pages:
+            native = {k: v for k, v in native.items() if k in a.pages}
+    diffs, stats = compare(native, emulated)
+    text = report(diffs, stats, native_name, f"{a.capability}, {a.threads} thread(s)")
+    text += f"\n{len(secs)} pages executed in {time.perf_counter() - t0:.0f} s"
+    print(text)
+    (a.out / f"{name}.txt").write_text(text + "\n")
+    (a.out / f"{name}.json").write_text(
+        json.dumps({"diffs": [d.__dict__ for d in diffs], "stats": stats, "seconds": secs}, indent=1)
+    )
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
