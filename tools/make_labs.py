@@ -221,12 +221,12 @@ x, y = data.batch("val", 8, 64, g)
 trained = gradient_flow(result.model.cpu(), x, y)
 torch.manual_seed(train_cfg.seed)
 fresh = gradient_flow(Andrea(model_cfg), x, y)
-fig = plots.gradient_flow_figure(trained, fresh,
-                                 label=f"trained (loss {trained.loss:.2f})",
-                                 reference_label=f"untrained (loss {fresh.loss:.2f})",
-                                 title="The tiny model before and after 200 steps")
 print(f"embeddings/top gradient ratio: untrained {fresh.grad_ratio:.2f}, "
       f"trained {trained.grad_ratio:.2f}")
+plots.gradient_flow_figure(trained, fresh,
+                           label=f"trained (loss {trained.loss:.2f})",
+                           reference_label=f"untrained (loss {fresh.loss:.2f})",
+                           title="The tiny model before and after 200 steps")
 """),
     md("""
 **Questions.** How did training change the size of the residual stream? Which boundaries receive more

@@ -81,7 +81,11 @@ TOLERANCES = {
 # Readings (fnmatch patterns on the reading's key, e.g. "glue t_ratio") by kind, per page; anything
 # not listed is "exact", and verdicts, exercise checks and errors must always be identical.
 KINDS = {
-    "01_residual": {"glue sum_err*": "rounding", "glue rank_nores_48": "rounding"},
+    "01_residual": {
+        "glue sum_err*": "rounding",
+        "glue rank_nores_48": "rounding",  # a collapsed residual, at the level of float32's epsilon
+        "measured *Each block learns a refinement*": "rounding",  # a float64 summation error
+    },
     "02_layernorm": {
         "glue ln_diff*": "rounding",
         "glue tok_mean_max": "rounding",  # |mean| after LayerNorm: float32's rounding of a zero
