@@ -436,9 +436,8 @@ def seeds_figure(
         name = labels(a) if labels else str(a)
         ls = (styles or {}).get(a, "-")
         ax.plot(xs, means, color=c, lw=1.8, marker="o", ms=4, label=name, zorder=2, ls=ls)
-    if hline:
-        ax.axhline(hline[0], color="#666666", ls=":", lw=1.2)
-        ax.text(xs[0], hline[0], f" {hline[1]}", va="bottom", ha="left", fontsize=8, color="#444444")
+    if hline:  # named in the legend, where the legend's placement keeps it clear of the data
+        ax.axhline(hline[0], color="#666666", ls=":", lw=1.2, label=hline[1])
     if logx:
         ax.set_xscale("log")
         ax.set_xticks(xs, [f"{v:g}" for v in xs])
@@ -447,7 +446,7 @@ def seeds_figure(
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, handlelength=3.5)  # long enough for a dashed line to show its dashes
     if own:
         provenance(fig, "cpu", None, source)
         fig.tight_layout(rect=(0, 0.03, 1, 1))
