@@ -48,14 +48,17 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # The modules whose code decides a training cell's numbers (the key changes when any of them does).
 CODE_MODULES = ("config", "layers", "model", "train", "data", "probe", "runs")
 # Reproduction: a cell re-run from scratch must match the stored one within these (absolute, nats).
-# Runs are bit-identical on one machine; these allow for another CPU's floating-point kernels.
-TOLERANCE = {"early_loss": 1e-4, "final_val_loss": 0.01}
+# Runs are bit-identical on one kind of CPU; these allow for another CPU's kernels (measured under
+# EMULATED: first 20 losses up to 0.002 apart in the most chaotic deciding run, no normalisation at lr
+# 3e-2; final losses: KERNEL_TOLERANCE), so that `make test` also passes on a machine of another kind.
+TOLERANCE = {"early_loss": 0.005, "final_val_loss": 0.015}
 EARLY_STEPS = 20
-# The most a change of CPU kernels moves one stored run's final validation loss (nats), per grid
+# How much a change of CPU kernels moves one stored run's final validation loss (nats), per grid
 # unless a grid states its own: measured by re-running each grid's deciding run under EMULATED
-# (worst of the seven grids: 0.0121, the per-channel LayerScale run at 24 blocks), rounded up. Every
-# verdict on paired stored differences is decided on its interval widened by what this can move
-# (``verdict.edge_shift``), so that it says the same when another machine re-runs the grid.
+# (0, 0.0031, 0.0088, 4e-5, 0.0121 over the grids whose run finished; root mean square 0.007), taken
+# as the size of a run's change, rounded up from the largest. Every verdict on paired stored
+# differences adds it to the seeds' noise (``verdict._kernel_sd``), so that a verdict another machine
+# could flip by re-running the grid is reported as inconclusive.
 KERNEL_TOLERANCE = 0.015
 # How another CPU is emulated: torch's portable C++ kernels instead of this machine's vector kernels
 # (AVX-512 here), and MKL's AVX2 code path for the matrix products (what MKL runs on an AMD or older
@@ -317,8 +320,8 @@ def _differences(stored: dict, fresh: dict) -> dict:
 
 
 def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict:
-    """How far the stored verdict of ``decision`` is from flipping, against the most a change of
-    kernels within ``grid.kernel_tolerance`` could move it (``verdict.edge_shift``)."""
+    """The stored verdict of ``decision`` on the raw interval and with another CPU's rounding added
+    (``grid.kernel_tolerance``), and how far the raw interval is from its threshold."""
     from . import verdict
 
     rs = rows_ if rows_ is not None else rows(load(grid, check_key=False))
@@ -326,13 +329,13 @@ def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict
         arm = pick(rs, **decision.arm)
         return {"kind": "count", "events": sum(bool(r[decision.event]) for r in arm), "runs": len(arm)}
     d = list(paired(rs, decision.field, decision.against, decision.arm))
-    shift = verdict.edge_shift(len(d), grid.kernel_tolerance)
+    extra = math.sqrt(2) * grid.kernel_tolerance
     return {
         "kind": "interval",
-        "label": verdict.compare(d, decision.predicted).label,  # on the raw interval
-        "robust_label": verdict.compare(d, decision.predicted, noise=shift).label,  # what the book says
+        "label": verdict.compare(d, decision.predicted, kernel_sd=0.0).label,  # on the raw interval
+        "robust_label": verdict.compare(d, decision.predicted, kernel_sd=extra).label,  # what the book says
         "distance": verdict.flip_distance(d, decision.predicted),
-        "shift": shift,
+        "widening": verdict.interval(d, extra).hi - verdict.interval(d).hi,
         "n": len(d),
     }
 
@@ -361,6 +364,7 @@ def reproduce(grid: Grid, emulate: bool = True) -> dict:
         native = _differences(stored, fresh)
         if bool(stored["diverged"]) != bool(fresh["diverged"]):
             problems.append(f"{cell.label}: diverged: stored {stored['diverged']}, now {fresh['diverged']}")
+        row_exact = native["early_loss"] == 0 and native["final_val_loss"] in (0, 0.0, None)
         if not native["same_length"] or native["early_loss"] > TOLERANCE["early_loss"]:
             problems.append(
                 f"{cell.label}: first {EARLY_STEPS} losses differ by up to {native['early_loss']:.2g} "
@@ -372,6 +376,7 @@ def reproduce(grid: Grid, emulate: bool = True) -> dict:
                 f"(tolerance {TOLERANCE['final_val_loss']})"
             )
         row = {"what": dec.what, "label": cell.label, "native": native, "seconds": fresh["seconds"]}
+        row["native"]["identical"] = row_exact  # bit-identical to the stored run (expected on this kind of CPU)
         m = margin(grid, dec, rs)
         row["margin"] = m
         if emulate:
@@ -415,7 +420,7 @@ def values(rs: Sequence[dict], field: str, **match) -> list:
 
 class Paired(list):
     """Per-seed differences of stored runs, carrying the grid's ``kernel_tolerance``: the verdict
-    functions widen their interval by what a change of CPU could move it (``verdict.edge_shift``)."""
+    functions add what a change of CPU would add to each difference (``verdict._kernel_sd``)."""
 
     kernel_tolerance: float = 0.0
 

@@ -88,8 +88,11 @@ class Interval:
         return f"{self.mean:{fmt}} [{self.lo:{fmt}}, {self.hi:{fmt}}]"
 
 
-def interval(values: Iterable[float]) -> Interval:
-    """Mean and 95 % Student-t interval of ``values`` (non-finite values are an error)."""
+def interval(values: Iterable[float], extra_sd: float = 0.0) -> Interval:
+    """Mean and 95 % Student-t interval of ``values`` (non-finite values are an error).
+
+    ``extra_sd``: noise that the values do not show but would have on another machine (each value's
+    change under other CPU kernels, as a standard deviation); it is added to the seeds' variance."""
     v = [float(x) for x in values]
     if not v:
         raise ValueError("interval of no values")
@@ -99,7 +102,7 @@ def interval(values: Iterable[float]) -> Interval:
     m = sum(v) / n
     if n < 2:
         return Interval(m, m, m, n)
-    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1))
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1) + extra_sd**2)
     h = t975(n - 1) * sd / math.sqrt(n)
     return Interval(m, m - h, m + h, n)
 
@@ -118,20 +121,19 @@ class Verdict:
         return f"{self.label}: {self.reason}"
 
 
-def _noise(diffs, noise) -> float:
-    """The widening for ``diffs``: given, or what a change of CPU could move the interval of stored
-    runs (``andrea.store.Paired`` carries its grid's kernel tolerance), or 0."""
-    if noise is not None:
-        if noise < 0 or not math.isfinite(noise):
-            raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
-        return noise
-    tol = getattr(diffs, "kernel_tolerance", 0.0)
-    n = len(diffs)
-    return edge_shift(n, tol) if tol and n >= 2 else 0.0
+def _kernel_sd(diffs, kernel_sd) -> float:
+    """The extra noise for ``diffs``: given, or what other CPU kernels would add to a paired difference
+    of two stored runs (``andrea.store.Paired`` carries its grid's kernel tolerance ``s``, the size of
+    one run's change; a difference of two runs changes with standard deviation sqrt(2) s), or 0."""
+    if kernel_sd is not None:
+        if kernel_sd < 0 or not math.isfinite(kernel_sd):
+            raise ValueError(f"kernel_sd must be a finite number >= 0, got {kernel_sd!r}")
+        return kernel_sd
+    return math.sqrt(2) * getattr(diffs, "kernel_tolerance", 0.0)
 
 
-def _machine_note(noise: float) -> str:
-    return f"; another CPU could move it by up to ±{noise:.2g}, so this is not decisive"
+def _machine_note(ci: Interval) -> str:
+    return f"; with another CPU's rounding added it spans [{ci.lo:+.3g}, {ci.hi:+.3g}], so this is not decisive"
 
 
 def compare(
@@ -140,30 +142,35 @@ def compare(
     margin: float = 0.0,
     what: str = "the difference",
     exact: bool = False,
-    noise: float | None = None,
+    kernel_sd: float | None = None,
 ) -> Verdict:
     """Decide a prediction about the sign of ``diffs`` (per-seed values or paired differences).
 
     ``predicted`` is "positive" (the claim predicts diffs > margin) or "negative" (diffs < -margin).
     ``exact``: the quantity has no noise (a property of the architecture), so one value decides.
-    ``noise``: decide on the interval widened by this much on each side: what another machine could
-    move it (by default taken from stored runs' kernel tolerance, see ``edge_shift``; 0 otherwise).
+    ``kernel_sd``: decide on the interval with this much extra noise per value, what re-running on
+    another CPU would add (by default from stored runs' kernel tolerance, see ``_kernel_sd``; 0
+    otherwise). A difference decisive only without it is inconclusive, and the reason says so.
     """
     if predicted not in ("positive", "negative"):
         raise ValueError(f"predicted must be 'positive' or 'negative', got {predicted!r}")
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
-    wide = _noise(diffs, noise)
     ci = interval(diffs)
+    wide = interval(diffs, _kernel_sd(diffs, kernel_sd)) if ci.n >= 2 else ci
     sign = 1 if predicted == "positive" else -1
-    lo, hi = (ci.lo, ci.hi) if sign > 0 else (-ci.hi, -ci.lo)  # in the predicted direction
+
+    def edges(c: Interval) -> tuple[float, float]:  # in the predicted direction
+        return (c.lo, c.hi) if sign > 0 else (-c.hi, -c.lo)
+
+    (lo, hi), (wlo, whi) = edges(ci), edges(wide)
     if ci.n < 2 and not exact:
         return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
     side = "above" if sign > 0 else "below"
     bound = f"{sign * margin:+.3g}" if margin else "0"
-    if lo - wide > margin:
+    if wlo > margin:
         return Verdict("confirmed", f"{what} is {ci} — entirely {side} {bound}, as predicted", ci)
-    if hi + wide < -margin:
+    if whi < -margin:
         return Verdict("not reproduced", f"{what} is {ci} — entirely on the other side of {bound}", ci)
     if lo > margin or hi < -margin:
         where = "entirely " + (f"{side} {bound}" if lo > margin else f"on the other side of {bound}")
@@ -182,16 +189,6 @@ def flip_distance(diffs: Sequence[float], predicted: str, margin: float = 0.0) -
     if hi < -margin:
         return -margin - hi
     return min(margin - lo, hi + margin)
-
-
-def edge_shift(n: int, delta: float) -> float:
-    """The most an edge of the 95 % interval of ``n`` paired differences can move when every run of
-    both arms changes by at most ``delta`` (another CPU re-running the grid): each difference moves by at
-    most 2 delta, so the mean by at most 2 delta and the standard deviation by at most 2 delta
-    sqrt(n / (n - 1)); the edge by at most 2 delta (1 + t / sqrt(n - 1))."""
-    if n < 2:
-        raise ValueError(f"an interval needs n >= 2, got {n}")
-    return 2 * delta * (1 + t975(n - 1) / math.sqrt(n - 1))
 
 
 def fisher_one_sided(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
@@ -223,27 +220,37 @@ def counts(
 
 
 def equivalent(
-    diffs: Sequence[float], margin: float, what: str = "the difference", noise: float | None = None
+    diffs: Sequence[float], margin: float, what: str = "the difference", kernel_sd: float | None = None
 ) -> Verdict:
     """Decide a prediction that two arms are *about the same*: the whole 95 % interval of ``diffs``
     within (-margin, +margin) is confirmed (two one-sided tests, TOST, at the 2.5 % level each);
     the whole interval outside it is not reproduced; anything else is inconclusive. A test that
     only asked for "not better by more than the margin" would call a clear loss "the same".
-    ``noise`` widens the interval as in ``compare``."""
+    ``kernel_sd`` adds another CPU's rounding as in ``compare``; when that alone makes the interval
+    wider than the margin, the design cannot show equivalence, and the reason says so."""
     if margin <= 0:
         raise ValueError(f"equivalence needs a margin > 0, got {margin}")
-    wide = _noise(diffs, noise)
     ci = interval(diffs)
     if ci.n < 2:
         return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
-    if -margin < ci.lo - wide and ci.hi + wide < margin:
+    extra = _kernel_sd(diffs, kernel_sd)
+    w = interval(diffs, extra)
+    floor = t975(ci.n - 1) * extra / math.sqrt(ci.n)  # the half-width another CPU's rounding alone gives
+    if floor >= margin:
+        return Verdict(
+            "inconclusive",
+            f"{what} is {ci}; another CPU's rounding alone widens the interval by ±{floor:.2g}, more than the "
+            f"margin ±{margin:g}: {ci.n} seeds cannot show equivalence",
+            ci,
+        )
+    if -margin < w.lo and w.hi < margin:
         return Verdict("confirmed", f"{what} is {ci} — inside ±{margin:g}: the same within the margin", ci)
-    if ci.lo - wide >= margin or ci.hi + wide <= -margin:
+    if w.lo >= margin or w.hi <= -margin:
         return Verdict("not reproduced", f"{what} is {ci} — outside ±{margin:g}: they differ", ci)
     if -margin < ci.lo and ci.hi < margin:
-        return Verdict("inconclusive", f"{what} is {ci} — inside ±{margin:g}" + _machine_note(wide), ci)
+        return Verdict("inconclusive", f"{what} is {ci} — inside ±{margin:g}" + _machine_note(w), ci)
     if ci.lo >= margin or ci.hi <= -margin:
-        return Verdict("inconclusive", f"{what} is {ci} — outside ±{margin:g}" + _machine_note(wide), ci)
+        return Verdict("inconclusive", f"{what} is {ci} — outside ±{margin:g}" + _machine_note(w), ci)
     return Verdict("inconclusive", f"{what} is {ci} — reaches beyond ±{margin:g}: not shown to be the same", ci)
 
 
