@@ -105,24 +105,75 @@ class Cell:
         return hashlib.sha256(json.dumps(self.spec(), sort_keys=True).encode()).hexdigest()[:20]
 
 
+ROLES = ("decides", "calibration", "control")
+TESTS = ("paired t", "fisher", "equivalence", "level", "every")
+
+
 @dataclass(frozen=True)
 class Decision:
-    """A comparison that a verdict of the book rests on; `make test` re-runs its deciding arm.
+    """One comparison of a grid's declared rule, fixed (and hashed with the grid) before any run.
 
-    ``arm`` and ``against`` are label matches (e.g. ``{"norm": "post", "warmup": 0}``); the deciding
-    difference is ``arm`` minus ``against`` in ``field``, paired by seed, and the claim predicts its
-    sign (``predicted``). With ``against`` None the verdict counts events over the arm's runs
-    (divergences, runs left on the plateau): then the re-run must show the same event."""
+    ``arm`` and ``against`` are label matches (e.g. ``{"norm": "post", "warmup": 0}``); the
+    statistic is ``field``, a run's result field or one of ``analysis.STATISTICS`` (``level`` is
+    its threshold where it needs one). ``test`` says how it is decided:
 
-    what: str  # the verdict it decides, in words
+    * ``"paired t"``: ``arm`` minus ``against``, paired by seed, lies beyond ``margin`` on the
+      ``predicted`` side ("positive" or "negative"; Student's t, one-sided at 2.5 %);
+    * ``"fisher"``: the event ``field`` (true or false per run) is more frequent in ``arm`` than in
+      ``against`` (Fisher's exact test, one-sided at 2.5 %);
+    * ``"equivalence"``: ``arm`` minus ``against`` lies within ±``margin`` (TOST);
+    * ``"level"``: ``arm``'s statistic minus ``level`` lies on the ``predicted`` side (one-sample t);
+    * ``"every"``: every run of ``arm`` shows the event ``field``.
+
+    ``role``: ``"decides"`` (a regime of the claim: the claim's label comes from these, with Holm's
+    correction), ``"calibration"`` (a known-good comparison that must pass the same kind of
+    criterion at this budget, or the claim is not testable here) or ``"control"`` (reported beside
+    the claim). ``seeds``: the seeds that decide, none of which had run when the rule was fixed
+    (empty: every seed of the arm). `make test` re-runs each deciding arm's first seed."""
+
+    what: str  # the regime or comparison, in words
     arm: dict
     against: Optional[dict] = None
     predicted: str = "negative"
     field: str = "final_val_loss"
-    event: str = "diverged"  # for counts: a result field that is true or false
+    test: str = "paired t"
+    role: str = "decides"
+    margin: float = 0.0
+    level: Optional[float] = None
+    seeds: tuple = ()
+    calibrates: str = ""  # for a calibration: the deciding regime (``what``) it calibrates; "" = all
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise ValueError(f"decision {self.what!r}: role must be one of {ROLES}, got {self.role!r}")
+        if self.test not in TESTS:
+            raise ValueError(f"decision {self.what!r}: test must be one of {TESTS}, got {self.test!r}")
+        if self.predicted not in ("positive", "negative"):
+            raise ValueError(f"decision {self.what!r}: predicted must be 'positive' or 'negative'")
+        if self.test in ("paired t", "fisher", "equivalence") and self.against is None:
+            raise ValueError(f"decision {self.what!r}: a {self.test} test needs an `against` arm")
+
+    @property
+    def event(self) -> str:  # the result field that a count test counts
+        return self.field
+
+    def spec(self) -> dict:
+        return {
+            "what": self.what,
+            "arm": self.arm,
+            "against": self.against,
+            "predicted": self.predicted,
+            "field": self.field,
+            "test": self.test,
+            "role": self.role,
+            "margin": self.margin,
+            "level": self.level,
+            "seeds": list(self.seeds),
+            "calibrates": self.calibrates,
+        }
 
     def rerun_label(self) -> dict:
-        return {**self.arm, "seed": 0}
+        return {**self.arm, "seed": self.seeds[0] if self.seeds else 0}
 
 
 @dataclass(frozen=True)
@@ -131,7 +182,8 @@ class Grid:
     title: str  # one line for a reader
     prediction: str  # what the claim predicts, stated before any run
     cells: tuple = field(default_factory=tuple)
-    decisions: tuple = field(default_factory=tuple)  # Decision: what `make test` re-runs (seed 0 of each arm)
+    decisions: tuple = field(default_factory=tuple)  # Decision: the declared rule (see Decision)
+    rule: str = "every"  # how the deciding regimes make the claim's label (verdict.decide)
     # The largest change in a re-run's final validation loss that a change of CPU kernels may cause
     # (nats), stated from a measurement (KERNEL_TOLERANCE); reproduce() checks it both ways.
     kernel_tolerance: float = KERNEL_TOLERANCE
@@ -144,7 +196,17 @@ class Grid:
         return hits[0]
 
     def spec_hash(self) -> str:
-        blob = json.dumps([c.spec() for c in self.cells], sort_keys=True)
+        """The hash of the runs *and* the declared rule: changing a criterion after results exist
+        makes them stale, like changing a run."""
+        blob = json.dumps(
+            {
+                "cells": [c.spec() for c in self.cells],
+                "rule": self.rule,
+                "decisions": [d.spec() for d in self.decisions],
+                "prediction": self.prediction,
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def key(self) -> str:
@@ -203,8 +265,14 @@ def run(grid: Grid, n_workers: Optional[int] = None) -> dict:
 
     for tok in sorted({c.tokenizer for c in grid.cells}):
         load_token_data(tok)  # build the shared caches once, before the workers start
+    done = _stored_runs(grid)  # runs already in the stored file, by the same code: not trained again
+    for i, c in enumerate(grid.cells):
+        if c.key() in done:
+            rows[i] = done[c.key()]
+            pb.update(1)
+    todo = [i for i, r in enumerate(rows) if r is None]
     with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
-        futures = {pool.submit(_run_cached, c): i for i, c in enumerate(grid.cells)}
+        futures = {pool.submit(_run_cached, grid.cells[i]): i for i in todo}
         for fut in as_completed(futures):
             rows[futures[fut]] = fut.result()
             pb.update(1)
@@ -220,12 +288,33 @@ def run(grid: Grid, n_workers: Optional[int] = None) -> dict:
         "threads_per_run": 1,
         "machine": f"{platform.machine()} {platform.system()}",
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "seconds": round(time.perf_counter() - t0, 1),
-        "checks": [grid.index(d.rerun_label()) for d in grid.decisions],
+        "seconds": round(time.perf_counter() - t0, 1),  # this invocation (stored runs are reused)
+        "compute_seconds": round(sum(r.get("seconds", 0.0) for r in rows), 1),  # every run, one core each
+        "rule": grid.rule,
+        "decisions": [d.spec() for d in grid.decisions],
+        "checks": [grid.index(d.rerun_label()) for d in grid.decisions if d.role == "decides"],
         "cells": [{**c.spec(), "result": r} for c, r in zip(grid.cells, rows)],
     }
     atomic_write_text(path(grid.name), json.dumps(blob, indent=1) + "\n")
     return blob
+
+
+def _stored_runs(grid: Grid) -> dict:
+    """{cell key: result} of the runs in ``grid``'s stored file that the current code made (same
+    code hash and torch), whatever the grid's rule or its other runs: a grid that gains seeds or a
+    changed rule re-runs only what is new. Nothing if the file is missing or unreadable."""
+    try:
+        blob = json.loads(path(grid.name).read_text())
+        if not str(blob.get("key", "")).startswith(code_hash() + "-"):
+            return {}
+        out = {}
+        for c in blob["cells"]:
+            spec = {k: c.get(k) for k in ("label", "model", "train", "tokenizer", "monitor")}
+            if all(k in c.get("result", {}) for k in RESULT_FIELDS):
+                out[Cell(**spec).key()] = c["result"]
+        return out
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
 
 
 def _without_torch(key) -> str:

@@ -7,10 +7,15 @@ The labels:
 * ``not reproduced``: the opposite was measured: the whole interval lies on the other side;
 * ``inconclusive``: the interval contains the margin: the difference is within the noise (a "win"
   inside the noise is no win for either side);
-* ``qualified``: the claim holds in some of the tested regimes and not in others;
+* ``qualified``: the claim holds in some of its deciding regimes and the opposite was measured in
+  others (a regime within the noise does not make a claim qualified: see ``decide``);
 * ``corrected``: a number the source states is off by more than the tolerance (the book gives the
   measured one);
 * ``not testable``: nothing this book can run measures it.
+
+A claim tested in several regimes is decided by ``decide``: Holm's correction across the regimes
+that the claim's grid declares as deciding, and a declared rule ("every" or "some"). The quantiles
+and the exact tests come from ``scipy.stats``.
 
 Intervals are Student-t intervals on the mean of per-seed values (or of paired per-seed
 differences, which remove what two arms share: the initial weights and the batches of a seed).
@@ -26,48 +31,16 @@ from typing import Iterable, Mapping, Sequence
 
 LABELS = ("confirmed", "corrected", "qualified", "not reproduced", "inconclusive", "not testable")
 
-# Two-sided 95 % quantiles of Student's t, t_{0.975}(df), df = 1..30 (standard table values).
-_T975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-)
+ALPHA = 0.025  # each one-sided test; a 95 % two-sided interval beyond the margin is the same test
 
 
 def t975(df: int) -> float:
-    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom."""
+    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom (``scipy.stats.t``)."""
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    if df <= 30:
-        return _T975[df - 1]
-    return 1.96 + 2.4 / df  # within 0.003 of the exact value for df > 30
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
 
 
 @dataclass(frozen=True)
@@ -112,6 +85,10 @@ class Verdict:
     label: str
     reason: str  # one sentence, generated from the numbers
     interval: Interval | None = None
+    # One-sided p-values of the test behind the label: for the predicted direction (``p``) and for
+    # the opposite one (``p_opposite``); ``decide`` corrects them across regimes (Holm).
+    p: float | None = None
+    p_opposite: float | None = None
 
     def __post_init__(self):
         if self.label not in LABELS:
@@ -136,6 +113,21 @@ def _machine_note(ci: Interval) -> str:
     return f"; with another CPU's rounding added it spans [{ci.lo:+.3g}, {ci.hi:+.3g}], so this is not decisive"
 
 
+def _t_p(ci_mean: float, sd: float, n: int, threshold: float) -> float:
+    """One-sided p-value of "the mean is above ``threshold``" (Student's t, ``n`` - 1 df)."""
+    from scipy import stats
+
+    if sd == 0:
+        return 0.0 if ci_mean > threshold else 1.0
+    return float(stats.t.sf((ci_mean - threshold) / (sd / math.sqrt(n)), n - 1))
+
+
+def _sd(values: Sequence[float], extra_sd: float) -> float:
+    v = [float(x) for x in values]
+    m = sum(v) / len(v)
+    return math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) + extra_sd**2)
+
+
 def compare(
     diffs: Sequence[float],
     predicted: str,
@@ -151,13 +143,16 @@ def compare(
     ``kernel_sd``: decide on the interval with this much extra noise per value, what re-running on
     another CPU would add (by default from stored runs' kernel tolerance, see ``_kernel_sd``; 0
     otherwise). A difference decisive only without it is inconclusive, and the reason says so.
+    The verdict carries the one-sided p-values (paired t test, with the extra noise) of both
+    directions, for ``decide``'s correction across regimes.
     """
     if predicted not in ("positive", "negative"):
         raise ValueError(f"predicted must be 'positive' or 'negative', got {predicted!r}")
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     ci = interval(diffs)
-    wide = interval(diffs, _kernel_sd(diffs, kernel_sd)) if ci.n >= 2 else ci
+    extra = _kernel_sd(diffs, kernel_sd)
+    wide = interval(diffs, extra) if ci.n >= 2 else ci
     sign = 1 if predicted == "positive" else -1
 
     def edges(c: Interval) -> tuple[float, float]:  # in the predicted direction
@@ -166,16 +161,25 @@ def compare(
     (lo, hi), (wlo, whi) = edges(ci), edges(wide)
     if ci.n < 2 and not exact:
         return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
+    p_for = p_against = None
+    if ci.n >= 2:
+        sd = _sd(diffs, extra)
+        p_for = _t_p(sign * ci.mean, sd, ci.n, margin)
+        p_against = _t_p(-sign * ci.mean, sd, ci.n, margin)
     side = "above" if sign > 0 else "below"
     bound = f"{sign * margin:+.3g}" if margin else "0"
     if wlo > margin:
-        return Verdict("confirmed", f"{what} is {ci} — entirely {side} {bound}, as predicted", ci)
+        return Verdict("confirmed", f"{what} is {ci} — entirely {side} {bound}, as predicted", ci, p_for, p_against)
     if whi < -margin:
-        return Verdict("not reproduced", f"{what} is {ci} — entirely on the other side of {bound}", ci)
+        return Verdict(
+            "not reproduced", f"{what} is {ci} — entirely on the other side of {bound}", ci, p_for, p_against
+        )
     if lo > margin or hi < -margin:
         where = "entirely " + (f"{side} {bound}" if lo > margin else f"on the other side of {bound}")
-        return Verdict("inconclusive", f"{what} is {ci} — {where}" + _machine_note(wide), ci)
-    return Verdict("inconclusive", f"{what} is {ci} — the interval contains {bound}: within the noise", ci)
+        return Verdict("inconclusive", f"{what} is {ci} — {where}" + _machine_note(wide), ci, p_for, p_against)
+    return Verdict(
+        "inconclusive", f"{what} is {ci} — the interval contains {bound}: within the noise", ci, p_for, p_against
+    )
 
 
 def flip_distance(diffs: Sequence[float], predicted: str, margin: float = 0.0) -> float:
@@ -193,30 +197,28 @@ def flip_distance(diffs: Sequence[float], predicted: str, margin: float = 0.0) -
 
 def fisher_one_sided(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
     """P(at least k_a of the events fall in group a | k_a + k_b events, group sizes n_a, n_b):
-    Fisher's exact test of "events are more frequent in a than in b" (hypergeometric tail)."""
-    from math import comb
+    Fisher's exact test of "events are more frequent in a than in b" (``scipy.stats.fisher_exact``)."""
+    from scipy import stats
 
-    k = k_a + k_b
-    total = comb(n_a + n_b, k)
-    return sum(comb(n_a, i) * comb(n_b, k - i) for i in range(k_a, min(n_a, k) + 1)) / total
+    return float(stats.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]], alternative="greater").pvalue)
 
 
 def counts(
     k_a: int, n_a: int, k_b: int, n_b: int, what: str = "runs that diverged", names: tuple = ("A", "B")
 ) -> Verdict:
     """Decide "event (e.g. divergence) is more frequent in A than in B" from counts over seeds,
-    by Fisher's exact test at the 5 % level in each direction."""
+    by Fisher's exact test, one-sided at ``ALPHA`` in each direction (as the intervals are)."""
     for k, n in ((k_a, n_a), (k_b, n_b)):
         if not (0 <= k <= n) or n < 1:
             raise ValueError(f"counts need 0 <= k <= n and n >= 1, got {k} of {n}")
     p_more = fisher_one_sided(k_a, n_a, k_b, n_b)
     p_less = fisher_one_sided(k_b, n_b, k_a, n_a)
     said = f"{what}: {names[0]} {k_a}/{n_a}, {names[1]} {k_b}/{n_b}"
-    if p_more < 0.05:
-        return Verdict("confirmed", f"{said} (Fisher's exact p = {p_more:.2g}), as predicted")
-    if p_less < 0.05:
-        return Verdict("not reproduced", f"{said}: the opposite (p = {p_less:.2g})")
-    return Verdict("inconclusive", f"{said}: no difference beyond chance (p = {p_more:.2g})")
+    if p_more < ALPHA:
+        return Verdict("confirmed", f"{said} (Fisher's exact p = {p_more:.2g}), as predicted", None, p_more, p_less)
+    if p_less < ALPHA:
+        return Verdict("not reproduced", f"{said}: the opposite (p = {p_less:.2g})", None, p_more, p_less)
+    return Verdict("inconclusive", f"{said}: no difference beyond chance (p = {p_more:.2g})", None, p_more, p_less)
 
 
 def equivalent(
@@ -274,29 +276,86 @@ def exact(error: float, tol: float, what: str = "the difference") -> Verdict:
     return Verdict("corrected", f"{what} is {error:.2g}, more than {tol:g}")
 
 
-def combine(verdicts: Mapping[str, Verdict]) -> Verdict:
-    """One verdict for a claim tested in several regimes (keys name the regimes).
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``pvalues`` (family-wise error across regimes): the k-th
+    smallest p is multiplied by (m - k + 1), and adjusted values never decrease along the order."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
 
-    All confirmed: confirmed. Some confirmed and some not: qualified. None confirmed: not
-    reproduced if any regime measured the opposite, else inconclusive.
-    """
+
+RULES = ("every", "some")
+
+
+def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = ALPHA) -> tuple[Verdict, dict]:
+    """The claim's verdict from its deciding regimes (keys name them), with Holm's correction.
+
+    Each regime's one-sided p-values (``Verdict.p`` for the predicted direction, ``p_opposite``
+    for the other) are Holm-adjusted across the regimes; a regime is *confirmed* if its adjusted
+    ``p`` is below ``alpha``, *not reproduced* if its adjusted ``p_opposite`` is, else
+    *inconclusive* (a regime without p-values keeps the label it has). Then, by the declared
+    ``rule``:
+
+    * ``"every"`` (the claim says it holds in each regime): confirmed if confirmed in all;
+      *qualified* if confirmed in some and not reproduced in others; not reproduced if not
+      reproduced in some and confirmed in none; otherwise inconclusive;
+    * ``"some"`` (it holds in at least one): confirmed if confirmed in one and not reproduced in
+      none; qualified if confirmed in some and not reproduced in others; not reproduced if not
+      reproduced in all; otherwise inconclusive.
+
+    Returns (the claim's verdict, {regime: the regime's corrected verdict})."""
     if not verdicts:
-        raise ValueError("combine needs at least one verdict")
-    labels = {k: v.label for k, v in verdicts.items()}
-    yes = [k for k, lab in labels.items() if lab == "confirmed"]
-    no = [k for k, lab in labels.items() if lab != "confirmed"]
-    if not no:
-        return Verdict("confirmed", "confirmed in every tested regime (" + ", ".join(yes) + ")")
-    if yes:
-        return Verdict(
-            "qualified", "confirmed in " + ", ".join(yes) + "; not in " + ", ".join(f"{k} ({labels[k]})" for k in no)
+        raise ValueError("decide needs at least one regime")
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    keys = list(verdicts)
+    tested = [k for k in keys if verdicts[k].p is not None and verdicts[k].p_opposite is not None]
+    adj_for = dict(zip(tested, holm([verdicts[k].p for k in tested])))  # type: ignore[misc]
+    adj_against = dict(zip(tested, holm([verdicts[k].p_opposite for k in tested])))  # type: ignore[misc]
+    corrected = {}
+    for k in keys:
+        v = verdicts[k]
+        if k not in adj_for:
+            corrected[k] = v
+            continue
+        label = "confirmed" if adj_for[k] < alpha else "not reproduced" if adj_against[k] < alpha else "inconclusive"
+        note = "" if len(tested) == 1 else f" (Holm-adjusted p = {min(adj_for[k], adj_against[k]):.2g})"
+        if label != v.label and v.label in ("confirmed", "not reproduced"):
+            note = f"; not decisive after Holm's correction over {len(tested)} regimes" + note
+        corrected[k] = Verdict(label, v.reason + note, v.interval, adj_for[k], adj_against[k])
+    labels = {k: v.label for k, v in corrected.items()}
+    yes = [k for k in keys if labels[k] == "confirmed"]
+    no = [k for k in keys if labels[k] == "not reproduced"]
+    rest = [k for k in keys if k not in yes and k not in no]
+
+    def names(ks):
+        return ", ".join(ks)
+
+    if yes and no:
+        label, why = "qualified", f"confirmed in {names(yes)}; the opposite in {names(no)}"
+    elif yes and (not rest or rule == "some"):
+        label = "confirmed"
+        why = f"confirmed in {names(yes)}" + (f"; inconclusive in {names(rest)}" if rest else "")
+    elif no and (rule == "every" or not rest):
+        label = "not reproduced"
+        why = f"the opposite in {names(no)}" + (f"; inconclusive in {names(rest)}" if rest else "")
+    else:
+        label = "inconclusive"
+        why = (f"confirmed in {names(yes)} only; " if yes else "") + (
+            f"the opposite in {names(no)} only; " if no else ""
         )
-    if any(lab == "not reproduced" for lab in labels.values()):
-        return Verdict(
-            "not reproduced",
-            "in no tested regime; the opposite in " + ", ".join(k for k in no if labels[k] == "not reproduced"),
-        )
-    return Verdict("inconclusive", "within the noise in every tested regime (" + ", ".join(no) + ")")
+        why += f"within the noise in {names(rest)}"
+    return Verdict(label, why), corrected
+
+
+def combine(verdicts: Mapping[str, Verdict], rule: str = "every") -> Verdict:
+    """One verdict for a claim tested in several regimes (keys name them): ``decide``'s verdict."""
+    return decide(verdicts, rule)[0]
 
 
 def not_testable(reason: str) -> Verdict:
