@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Iterable, Optional, Sequence, cast
+from typing import Iterable, Sequence, cast
 
 import numpy as np
 import torch
@@ -19,6 +19,7 @@ from .config import ANDREA_120M, AndreaConfig
 from .layers import Block
 from .model import Andrea
 from .probe import GradientReport, capture_residual_stream, gradient_flow, random_batch
+from .store import first_step_at  # noqa: F401 - the chapters call it as analysis.first_step_at
 
 
 def fresh_model(cfg: AndreaConfig, seed: int = 0, device: str = "cpu") -> Andrea:
@@ -354,6 +355,42 @@ def trace_token(model: Andrea, idx: torch.Tensor, position: int, batch_row: int 
 
 
 @torch.no_grad()
+def attention_head(model: Andrea, idx: torch.Tensor, position: int, head: int = 0, batch_row: int = 0) -> dict:
+    """One attention head of block 1, computed by hand for the token at ``position``: its query
+    against the keys of tokens 0..position (scaled by 1/sqrt(head size)), the causal mask, the
+    softmax, and the weighted sum of the values; compared with what the model's fused kernel
+    (``scaled_dot_product_attention``) returns for the same head and token.
+
+    Returns {"scores", "weights" (over positions 0..position), "future_weight" (the weight the
+    masked positions get: 0), "entropy" (nats), "uniform_entropy" (log(position + 1)),
+    "out_norm", "max_diff" (hand vs kernel), "head_dim"}."""
+    if not 0 <= head < model.config.n_head:
+        raise ValueError(f"head must be in 0..{model.config.n_head - 1}, got {head}")
+    if not 0 <= position < idx.shape[1]:
+        raise ValueError(f"position must be in 0..{idx.shape[1] - 1}, got {position}")
+    blk = blocks(model)[0]
+    q, k, v = blk.attn.split_heads(blk.ln_1(model.embed(idx)))  # (B, H, T, hs)
+    hs = q.shape[-1]
+    qi, K, V = q[batch_row, head, position], k[batch_row, head], v[batch_row, head]
+    scores = K @ qi / hs**0.5  # (T,): this query against every key
+    mask = torch.arange(K.shape[0]) > position  # the future: not visible to this token
+    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=0)
+    out = weights @ V  # (hs,): the head's output for this token
+    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)[batch_row, head, position]
+    w = weights[: position + 1]
+    return {
+        "scores": scores[: position + 1].numpy(),
+        "weights": w.numpy(),
+        "future_weight": float(weights[position + 1 :].sum()),
+        "entropy": float(-(w * torch.log(w.clamp_min(1e-30))).sum()),
+        "uniform_entropy": float(np.log(position + 1)),
+        "out_norm": float(out.norm()),
+        "max_diff": float((out - fused).abs().max()),
+        "head_dim": hs,
+    }
+
+
+@torch.no_grad()
 def attention_entropy(model: Andrea, idx: torch.Tensor) -> np.ndarray:
     """Mean normalised entropy of each block's causal attention: the entropy (nats) of each query's
     attention distribution divided by that of uniform attention over the visible tokens, log(t+1)
@@ -415,17 +452,6 @@ def stream_rms(model: Andrea, idx: torch.Tensor) -> np.ndarray:
     return np.array([float(t.double().pow(2).mean().sqrt()) for t in stream])
 
 
-def first_step_at(values: Sequence[Optional[float]], steps: Sequence[int], level: float, window: int = 10):
-    """The first step at which the ``window``-step running mean of ``values`` is below ``level``
-    (None if never): how long a run takes to get somewhere."""
-    v = np.array([np.nan if x is None else x for x in values], dtype=float)
-    if len(v) < window:
-        return None
-    sm = np.convolve(v, np.ones(window) / window, mode="valid")
-    below = np.nonzero(sm < level)[0]
-    return int(steps[below[0] + window - 1]) if len(below) else None
-
-
 def layerscale_growth(lam0: float, lr: float, steps: int = 300, seed: int = 0) -> dict:
     """Train a small LayerScale model (4 blocks, width 64, bytes; AdamW, no warmup, ``lr``) and
     record the largest and the mean |lambda| after every step: how fast do the lambdas open?
@@ -465,59 +491,3 @@ def layerscale_growth(lam0: float, lr: float, steps: int = 300, seed: int = 0) -
         "bound": [lam0 + lr * h["step"] for h in hist],
         "straightness": straight,
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# Statistics of one stored training run (a row of ``experiments.results``), by name: what a
-# grid's declared rule (``store.Decision.field``) decides on.
-# ---------------------------------------------------------------------------------------------
-PLATEAU_GAP = 0.1  # nats below the unigram entropy that a run must reach to have left the plateau
-
-
-def _escaped(r: dict, level: Optional[float]) -> bool:
-    return first_step_at(r["loss"], r["steps"], r["unigram_ce"] - PLATEAU_GAP) is not None
-
-
-def _steps_to_level(r: dict, level: Optional[float]) -> int:
-    if level is None:
-        raise ValueError("the statistic 'steps_to_level' needs a level")
-    s = first_step_at(r["loss"], r["steps"], level)
-    return int(r["train"]["steps"]) + 1 if s is None else s  # not reached: one step past the run
-
-
-def _reached_level(r: dict, level: Optional[float]) -> bool:
-    if level is None:
-        raise ValueError("the statistic 'reached_level' needs a level")
-    return first_step_at(r["loss"], r["steps"], level) is not None
-
-
-def _gain_over_unigram(r: dict, level: Optional[float]):
-    v = r["final_val_loss"]
-    return None if v is None else r["unigram_ce"] - v
-
-
-def _lambda_mean(r: dict, level: Optional[float]):
-    last = r["monitor"][-1] if r.get("monitor") else None
-    if not last or "lam_attn" not in last:
-        raise ValueError("the statistic 'lambda_mean' needs a run recorded with monitor='layerscale'")
-    lams = [x for x in last["lam_attn"] + last["lam_mlp"] if x is not None]
-    return float(np.mean(lams))
-
-
-STATISTICS = {
-    "escaped": (_escaped, "left the plateau (10-step mean training loss 0.1 nats below the unigram entropy)"),
-    "steps_to_level": (_steps_to_level, "steps until the 10-step mean training loss is below the level"),
-    "reached_level": (_reached_level, "the 10-step mean training loss went below the level"),
-    "gain_over_unigram": (_gain_over_unigram, "unigram entropy minus the final validation loss (nats)"),
-    "lambda_mean": (_lambda_mean, "mean |lambda| over all blocks at the end of the run"),
-}
-
-
-def statistic(r: dict, name: str, level: Optional[float] = None):
-    """Statistic ``name`` of one stored run: a result field (``final_val_loss``, ``diverged``, ...)
-    or one of ``STATISTICS``."""
-    if name in STATISTICS:
-        return STATISTICS[name][0](r, level)
-    if name not in r:
-        raise ValueError(f"no statistic or result field {name!r}; the statistics are {sorted(STATISTICS)}")
-    return r[name]

@@ -121,13 +121,19 @@ class ClaimsTable:
         rows = []
         for c in self.claims:
             col = self.COLOURS[c.label]
+            reason = getattr(c.verdict, "reason", "")
+            why = html.escape(c.evidence)  # in words; the statistic behind the label is folded under it
+            if reason:
+                why += f"<details class='claims-numbers'><summary>the numbers</summary>{html.escape(reason)}</details>"
             rows.append(
                 f"<tr><td>{html.escape(c.claim)}</td><td>{html.escape(c.measured)}</td>"
-                f"<td><b style='color:{col}'>{html.escape(c.label)}</b></td><td>{html.escape(c.why)}</td></tr>"
+                f"<td><b style='color:{col}'>{html.escape(c.label)}</b></td><td>{why}</td></tr>"
             )
         return (
-            "<table class='claims-table table'><thead><tr><th>The document says</th><th>Measured here</th>"
-            "<th>Verdict</th><th>Why</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            "<div class='andrea-evidence-scroll'><table class='claims-table table'><thead><tr>"
+            "<th>The source says</th><th>We measured</th><th>Verdict</th><th>Why</th></tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table></div>"
         )
 
     def __repr__(self) -> str:
@@ -159,3 +165,127 @@ def settings(row: dict, *keys: str) -> dict:
     if missing:
         raise KeyError(f"no setting {missing} in the stored run")
     return {k: both[k] for k in keys}
+
+
+_TESTS = {
+    "paired t": "paired t test",
+    "fisher": "Fisher's exact test",
+    "equivalence": "equivalence (TOST)",
+    "level": "one-sample t test",
+    "every": "every run",
+}
+_ROLES = {"decides": "deciding regime", "calibration": "calibration", "control": "control"}
+_FIELDS = {
+    "final_val_loss": "final validation loss",
+    "diverged": "runs that diverged",
+    "escaped": "runs that left the plateau",
+    "steps_to_level": "steps to the level",
+    "reached_level": "runs that reached the level",
+    "gain_over_unigram": "nats below the unigram entropy",
+    "lambda_mean": "mean |λ| at the end",
+}
+
+
+class EvidenceFold:
+    """ "The evidence" of a chapter's training verdict, folded: the rule declared before the runs,
+    each comparison (deciding regimes, calibration, controls) with its seeds, number, test and
+    verdict, and the claim's verdict. One component for every chapter: ``evidence(name)``."""
+
+    def __init__(self, ev: Any):
+        self.ev = ev
+
+    def _rows(self) -> list[tuple[str, ...]]:
+        out: list[tuple[str, ...]] = []
+        for role in ("calibration", "decides", "control"):
+            for f in self.ev.role(role):
+                d = f.decision
+                test = _TESTS[d.test] + f" on {_FIELDS.get(d.field, d.field)}"
+                if d.level is not None:
+                    test += f" (level {d.level:g})"
+                if d.margin:
+                    test += f", margin {d.margin:g}"
+                seeds = f"{f.seeds[0]}–{f.seeds[-1]}" if len(f.seeds) > 1 else str(f.seeds[0])
+                measured = f.measured
+                if d.against is not None:  # say which arm is subtracted from which
+                    keys = [k for k in d.arm if d.against.get(k, d.arm[k]) != d.arm[k]]
+                    keys += [k for k in d.against if k not in d.arm]
+                    a = ", ".join(str(d.arm.get(k, "–")) for k in keys)
+                    b = ", ".join(str(d.against.get(k, "–")) for k in keys)
+                    measured = f"{a} {'vs' if d.test == 'fisher' else '−'} {b}: {measured}"
+                out.append((_ROLES[role], d.what, f"{len(f.seeds)} ({seeds})", measured, test, f.verdict.label))
+        return out
+
+    def rule(self) -> str:
+        ev = self.ev
+        k = len(ev.role("decides"))
+        how = "in every deciding regime" if ev.rule == "every" else "in at least one deciding regime, refuted in none"
+        return (
+            f"The claim counts as confirmed if it is confirmed {how}. Each comparison is a one-sided test at "
+            f"2.5 % (a 95 % interval beyond the margin), with Holm's correction across the {k} deciding "
+            "regime" + ("s" if k != 1 else "") + "; a regime is decided only if its calibration passed; "
+            "another CPU's rounding is added to the seeds' noise."
+        )
+
+    def _repr_html_(self) -> str:
+        ev, e = self.ev, html.escape
+        col = ClaimsTable.COLOURS[ev.verdict.label]
+        body = "".join(
+            "<tr>"
+            + "".join(f"<td>{e(c)}</td>" for c in r[:-1])
+            + f"<td><b style='color:{ClaimsTable.COLOURS[r[-1]]}'>{e(r[-1])}</b></td></tr>"
+            for r in self._rows()
+        )
+        return (
+            f"<details class='andrea-evidence'><summary>The evidence: <b style='color:{col}'>"
+            f"{e(ev.verdict.label)}</b> ({e(ev.verdict.reason)})</summary>"
+            f"<p><b>Declared before the runs</b> (grid <code>{e(ev.name)}</code> in "
+            f"<code>andrea/experiments.py</code>): {e(ev.prediction)}</p><p>{e(self.rule())}</p>"
+            "<div class='andrea-evidence-scroll'><table class='evidence-table table'><thead><tr><th>Role</th>"
+            "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Test</th><th>Verdict</th></tr></thead>"
+            f"<tbody>{body}</tbody></table></div>"
+            f"<p class='andrea-evidence-note'>Measured: mean and 95 % interval over seeds (differences paired by "
+            f"seed), in the units of the test. All runs of the grid: {ev.seconds / 3600:.1f} core-hours.</p>"
+            "</details>"
+        )
+
+    def __repr__(self) -> str:
+        lines = [f"The evidence ({self.ev.name}): {self.ev.verdict}", self.rule()]
+        lines += [" | ".join(r) for r in self._rows()]
+        return "\n".join(lines)
+
+
+def evidence(name: str) -> EvidenceFold:
+    """The folded evidence of stored grid ``name`` (``andrea.experiments.evidence``), to display."""
+    from . import experiments
+
+    return EvidenceFold(experiments.evidence(name))
+
+
+class Table:
+    """A small table of numbers or words for a chapter (``table(rows, columns)``): HTML in the
+    book, text elsewhere; it scrolls inside its box on a narrow screen instead of overflowing."""
+
+    def __init__(self, rows: list, columns: list[str], caption: str = ""):
+        for r in rows:
+            if len(r) != len(columns):
+                raise ValueError(f"a row has {len(r)} cells, the table has {len(columns)} columns: {r}")
+        self.rows, self.columns, self.caption = rows, columns, caption
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        head = "".join(f"<th>{e(str(c))}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in self.rows)
+        cap = f"<caption>{e(self.caption)}</caption>" if self.caption else ""
+        return (
+            f"<div class='andrea-evidence-scroll'><table class='andrea-table table'>{cap}<thead><tr>{head}"
+            f"</tr></thead><tbody>{body}</tbody></table></div>"
+        )
+
+    def __repr__(self) -> str:
+        lines = [" | ".join(map(str, self.columns))] + [" | ".join(map(str, r)) for r in self.rows]
+        return "\n".join(([self.caption] if self.caption else []) + lines)
+
+
+def table(rows: list, columns: list[str], caption: str = "") -> Table:
+    """Display ``rows`` (lists of cells) under ``columns`` as a table."""
+    return Table(rows, columns, caption)

@@ -41,6 +41,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
+import numpy as np
+
 from .files import atomic_write_text, cache_dir, read_cached, source_hash, write_cached
 from .runs import run_cell
 
@@ -408,29 +410,46 @@ def _differences(stored: dict, fresh: dict) -> dict:
     return {"early_loss": early, "final_val_loss": fv, "same_length": len(a) == len(b)}
 
 
+def _stat(r: dict, decision: Decision):
+    return statistic(r, decision.field, decision.level)
+
+
 def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict:
     """The stored verdict of ``decision`` on the raw interval and with another CPU's rounding added
-    (``grid.kernel_tolerance``), and how far the raw interval is from its threshold."""
+    (``grid.kernel_tolerance``), and how far the raw interval is from its threshold (for counts:
+    the events over the deciding runs)."""
     from . import verdict
 
     rs = rows_ if rows_ is not None else rows(load(grid, check_key=False))
-    if decision.against is None:
-        arm = pick(rs, **decision.arm)
-        return {"kind": "count", "events": sum(bool(r[decision.event]) for r in arm), "runs": len(arm)}
-    d = list(paired(rs, decision.field, decision.against, decision.arm))
+
+    def sel(match):
+        return sorted(
+            (r for r in pick(rs, **match) if not decision.seeds or r["seed"] in decision.seeds), key=lambda r: r["seed"]
+        )
+
+    arm = sel(decision.arm)
+    if decision.test in ("fisher", "every"):
+        return {"kind": "count", "events": sum(bool(_stat(r, decision)) for r in arm), "runs": len(arm)}
+    if decision.test == "level":
+        d = [_stat(r, decision) - decision.level for r in arm]
+    else:
+        other = {r["seed"]: _stat(r, decision) for r in sel(decision.against)}
+        d = [_stat(r, decision) - other[r["seed"]] for r in arm]
+    predicted = decision.predicted
     extra = math.sqrt(2) * grid.kernel_tolerance
     return {
         "kind": "interval",
-        "label": verdict.compare(d, decision.predicted, kernel_sd=0.0).label,  # on the raw interval
-        "robust_label": verdict.compare(d, decision.predicted, kernel_sd=extra).label,  # what the book says
-        "distance": verdict.flip_distance(d, decision.predicted),
+        "label": verdict.compare(d, predicted, kernel_sd=0.0).label,  # on the raw interval
+        "robust_label": verdict.compare(d, predicted, kernel_sd=extra).label,  # with another CPU's rounding
+        "distance": verdict.flip_distance(d, predicted),
         "widening": verdict.interval(d, extra).hi - verdict.interval(d).hi,
         "n": len(d),
     }
 
 
 def reproduce(grid: Grid, emulate: bool = True) -> dict:
-    """Re-run, from scratch, the seed-0 run of each deciding arm (``grid.decisions``), natively and
+    """Re-run, from scratch, the first deciding seed of each deciding arm (``grid.decisions`` whose
+    role is "decides"), natively and
     (``emulate``) under torch's portable kernels; compare with the stored numbers.
 
     Returns {"ok": bool, "problems": [...], "cells": [one dict per decision: its label, the
@@ -444,9 +463,10 @@ def reproduce(grid: Grid, emulate: bool = True) -> dict:
     rs = rows(blob)
     problems: list[str] = []
     out = []
-    if not grid.decisions:
+    deciding = [d for d in grid.decisions if d.role == "decides"]
+    if not deciding:
         problems.append(f"grid {grid.name!r} declares no deciding arm to re-run")
-    for dec in grid.decisions:
+    for dec in deciding:
         i = grid.index(dec.rerun_label())
         cell, stored = grid.cells[i], blob["cells"][i]["result"]
         fresh = run_cell(cell, threads=1)
@@ -476,8 +496,8 @@ def reproduce(grid: Grid, emulate: bool = True) -> dict:
             row["emulated"] = {**_differences(stored, emu), "spread": spread, "diverged": emu["diverged"]}
             if bool(emu["diverged"]) != bool(fresh["diverged"]):
                 problems.append(f"{cell.label}: diverged natively {fresh['diverged']}, emulated {emu['diverged']}")
-            elif m["kind"] == "count" and bool(emu[dec.event]) != bool(fresh[dec.event]):
-                problems.append(f"{cell.label}: {dec.event} natively {fresh[dec.event]}, emulated {emu[dec.event]}")
+            elif m["kind"] == "count" and bool(_stat(emu, dec)) != bool(_stat(fresh, dec)):
+                problems.append(f"{cell.label}: {dec.field} natively {_stat(fresh, dec)}, emulated {_stat(emu, dec)}")
             if spread is not None and (math.isnan(spread) or spread > grid.kernel_tolerance):
                 problems.append(
                     f"{cell.label}: portable kernels end at {emu['final_val_loss']:.4f}, native at "
@@ -529,3 +549,70 @@ def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> Paired:
     out = Paired(rb[s] - ra[s] for s in sorted(ra))
     out.kernel_tolerance = max((r.get("kernel_tolerance", 0.0) for r in pick(rs, **a) + pick(rs, **b)), default=0.0)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics of one stored training run (a row of ``rows``), by name: what a grid's declared rule
+# (``Decision.field``) decides on.
+# ---------------------------------------------------------------------------------------------
+def first_step_at(values: Sequence[Optional[float]], steps: Sequence[int], level: float, window: int = 10):
+    """The first step at which the ``window``-step running mean of ``values`` is below ``level``
+    (None if never): how long a run takes to get somewhere."""
+    v = np.array([np.nan if x is None else x for x in values], dtype=float)
+    if len(v) < window:
+        return None
+    sm = np.convolve(v, np.ones(window) / window, mode="valid")
+    below = np.nonzero(sm < level)[0]
+    return int(steps[below[0] + window - 1]) if len(below) else None
+
+
+PLATEAU_GAP = 0.1  # nats below the unigram entropy that a run must reach to have left the plateau
+
+
+def _escaped(r: dict, level: Optional[float]) -> bool:
+    return first_step_at(r["loss"], r["steps"], r["unigram_ce"] - PLATEAU_GAP) is not None
+
+
+def _steps_to_level(r: dict, level: Optional[float]) -> int:
+    if level is None:
+        raise ValueError("the statistic 'steps_to_level' needs a level")
+    s = first_step_at(r["loss"], r["steps"], level)
+    return int(r["train"]["steps"]) + 1 if s is None else s  # not reached: one step past the run
+
+
+def _reached_level(r: dict, level: Optional[float]) -> bool:
+    if level is None:
+        raise ValueError("the statistic 'reached_level' needs a level")
+    return first_step_at(r["loss"], r["steps"], level) is not None
+
+
+def _gain_over_unigram(r: dict, level: Optional[float]):
+    v = r["final_val_loss"]
+    return None if v is None else r["unigram_ce"] - v
+
+
+def _lambda_mean(r: dict, level: Optional[float]):
+    last = r["monitor"][-1] if r.get("monitor") else None
+    if not last or "lam_attn" not in last:
+        raise ValueError("the statistic 'lambda_mean' needs a run recorded with monitor='layerscale'")
+    lams = [x for x in last["lam_attn"] + last["lam_mlp"] if x is not None]
+    return float(np.mean(lams))
+
+
+STATISTICS = {
+    "escaped": (_escaped, "left the plateau (10-step mean training loss 0.1 nats below the unigram entropy)"),
+    "steps_to_level": (_steps_to_level, "steps until the 10-step mean training loss is below the level"),
+    "reached_level": (_reached_level, "the 10-step mean training loss went below the level"),
+    "gain_over_unigram": (_gain_over_unigram, "unigram entropy minus the final validation loss (nats)"),
+    "lambda_mean": (_lambda_mean, "mean |lambda| over all blocks at the end of the run"),
+}
+
+
+def statistic(r: dict, name: str, level: Optional[float] = None):
+    """Statistic ``name`` of one stored run: a result field (``final_val_loss``, ``diverged``, ...)
+    or one of ``STATISTICS``."""
+    if name in STATISTICS:
+        return STATISTICS[name][0](r, level)
+    if name not in r:
+        raise ValueError(f"no statistic or result field {name!r}; the statistics are {sorted(STATISTICS)}")
+    return r[name]
