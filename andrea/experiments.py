@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Optional
 
 from . import store, verdict
+from .verdict import Verdict
 from .config import AndreaConfig
+from .store import workers
 from .train import TrainConfig
 
 BASE = AndreaConfig(vocab_size=256, context_length=128, d_model=64, n_layer=6, n_head=4)
@@ -265,9 +267,11 @@ def ch5_activation() -> store.Grid:
         "measured 1.983 vs 1.997 log-perplexity after 65,536 steps of a T5-base, and a gated SwiGLU lower still.",
         tuple(cells),
         rule="every",
+        declared="after the runs: its six seeds had run when this rule (its second regime and its "
+        "calibration) was written, so it decides on seen data",
         decisions=(
             *(
-                store.Decision(  # unchanged since the grid was declared, with its six seeds
+                store.Decision(
                     f"init std {std:g}, 600 steps",
                     arm={"init_std": std, "activation": "relu", "setting": None},
                     against={"init_std": std, "activation": "gelu_tanh", "setting": None},
@@ -394,6 +398,119 @@ def ch7_layerscale() -> store.Grid:
     )
 
 
+ROUND2_SEEDS = (5, 6, 7, 8, 9)  # fresh: run only after this rule was committed
+
+
+def ch7_layerscale_round2() -> store.Grid:
+    """The second round of chapter 7's test, declared after a review of the first: one more
+    struggling setting (post-norm at lr 3e-3, where a 48-block exploration had LayerScale fail), the
+    claim required in *every* struggling setting, and the comparisons the first round left out (the
+    rescued stack against 2 blocks, LayerScale in the healthy recipe at both learning rates)."""
+    deep = replace(BASE, d_model=32, n_head=2, n_layer=24)
+    t = replace(BASE_TRAIN, steps=800, seq_len=32, warmup=0, eval_every=100)
+    post, pre = replace(deep, norm="post", init="xavier"), replace(deep, init="normal")
+    arms = {  # (regime, lr): (model, train)
+        ("post-norm, Xavier init, no warmup", 1e-3): (post, t),
+        ("post-norm, Xavier init, no warmup", 3e-3): (post, t),
+        ("pre-norm, plain init, no warmup", 3e-3): (pre, t),
+        ("control: pre-norm, GPT-2 init, warmup", 1e-3): (deep, replace(t, warmup=40)),
+        ("control: pre-norm, GPT-2 init, warmup", 3e-3): (deep, replace(t, warmup=40)),
+    }
+    cells = []
+    for lr in (1e-3, 3e-3):
+        for seed in ROUND2_SEEDS:
+            cells.append(
+                _cell(
+                    {"regime": "baseline: 2 blocks", "layerscale": "off", "lr": lr, "seed": seed},
+                    replace(deep, n_layer=2),
+                    replace(t, lr=lr, seed=seed),
+                    monitor="layerscale",
+                )
+            )
+    for (regime, lr), (m, tr) in arms.items():
+        for lam in (None, LS_LAMBDA):
+            for seed in ROUND2_SEEDS:
+                cells.append(
+                    _cell(
+                        {"regime": regime, "layerscale": "off" if lam is None else lam, "lr": lr, "seed": seed},
+                        replace(m, layerscale=lam),
+                        replace(tr, lr=lr, seed=seed),
+                        monitor="layerscale",
+                    )
+                )
+    ctl = "control: pre-norm, GPT-2 init, warmup"
+    base = "baseline: 2 blocks"
+    struggling = [k for k in arms if not k[0].startswith("control")]
+    decisions: list = []
+    for regime, lr in struggling:
+        what = f"{regime.split(',')[0]}, lr {lr:g}"
+        at = {"regime": regime, "lr": lr}
+        decisions.append(
+            store.Decision(
+                what,
+                arm={**at, "layerscale": "off"},
+                against={**at, "layerscale": LS_LAMBDA},
+                predicted="positive",
+                seeds=ROUND2_SEEDS,
+            )
+        )
+        decisions.append(
+            store.Decision(
+                f"a healthy stack ends below the plain one ({what})",
+                arm={**at, "layerscale": "off"},
+                against={"regime": ctl, "lr": lr, "layerscale": "off"},
+                predicted="positive",
+                role="calibration",
+                calibrates=what,
+                seeds=ROUND2_SEEDS,
+            )
+        )
+        decisions.append(
+            store.Decision(
+                f"the LayerScale stack ends below 2 blocks ({what})",
+                arm={**at, "layerscale": LS_LAMBDA},
+                against={"regime": base, "lr": lr, "layerscale": "off"},
+                predicted="negative",
+                role="control",
+                seeds=ROUND2_SEEDS,
+            )
+        )
+    for lr in (1e-3, 3e-3):
+        decisions.append(
+            store.Decision(
+                f"in the healthy recipe, LayerScale within ±0.05 nats of none (lr {lr:g})",
+                arm={"regime": ctl, "lr": lr, "layerscale": LS_LAMBDA},
+                against={"regime": ctl, "lr": lr, "layerscale": "off"},
+                test="equivalence",
+                margin=0.05,
+                role="control",
+                seeds=ROUND2_SEEDS,
+            )
+        )
+        decisions.append(
+            store.Decision(
+                f"the healthy 24-block stack ends below 2 blocks (lr {lr:g})",
+                arm={"regime": ctl, "lr": lr, "layerscale": "off"},
+                against={"regime": base, "lr": lr, "layerscale": "off"},
+                predicted="negative",
+                role="control",
+                seeds=ROUND2_SEEDS,
+            )
+        )
+    return store.Grid(
+        "ch7_layerscale_round2",
+        "Chapter 7's test, round 2: three struggling settings, five fresh seeds, the claim required in each",
+        "Declared after the first round had been reviewed, before any of these runs: with lambda0 = 1e-5 a "
+        "24-block stack ends below the plain stack in every one of three settings where the plain stack "
+        "struggles (post-norm at lr 1e-3 and 3e-3, pre-norm with plain init at 3e-3). Reported beside it: "
+        "whether the LayerScale stack ends below a 2-block stack, and whether, in the healthy recipe, "
+        "LayerScale ends within 0.05 nats of none, at both learning rates.",
+        tuple(cells),
+        rule="every",
+        decisions=tuple(decisions),
+    )
+
+
 REZERO_LEVEL = 3.0  # nats/byte: 0.28 below the unigram entropy of the corpus (3.28)
 
 
@@ -477,6 +594,8 @@ def app_layerscale_kind() -> store.Grid:
         "2021 found the per-channel form better).",
         tuple(cells),
         rule="every",
+        declared="after the runs: its three seeds had run, and the comparison had come out, when the "
+        "calibration was added",
         decisions=(
             store.Decision(
                 "24 blocks, 400 steps",
@@ -499,7 +618,16 @@ def app_layerscale_kind() -> store.Grid:
 
 GRIDS = {
     g.__name__: g
-    for g in (ch1_residual, ch2_norm_lr, ch3_warmup, ch5_activation, ch7_layerscale, app_rezero, app_layerscale_kind)
+    for g in (
+        ch1_residual,
+        ch2_norm_lr,
+        ch3_warmup,
+        ch5_activation,
+        ch7_layerscale,
+        ch7_layerscale_round2,
+        app_rezero,
+        app_layerscale_kind,
+    )
 }
 
 
@@ -545,10 +673,13 @@ class Finding:
     """One declared comparison of a grid, evaluated on its stored runs."""
 
     decision: store.Decision
-    verdict: verdict.Verdict  # for a deciding regime: after Holm's correction across the regimes
+    verdict: Verdict  # for a deciding regime: after Holm's correction across the regimes
     measured: str  # the number, short: "+0.26 [+0.18, +0.34]" or "5 of 5 vs 0 of 5"
     seeds: tuple
-    raw: Optional[verdict.Verdict] = None  # before the correction across regimes
+    raw: Optional[Verdict] = None  # before the correction across regimes
+    # The smallest true effect this comparison would show with 80 % power at its seeds' noise
+    # (and another CPU's rounding): (t_0.975 + t_0.8) sd / sqrt(n), paired or one-sample t tests only.
+    detectable: Optional[float] = None
 
     @property
     def lost_to_holm(self) -> bool:
@@ -564,8 +695,9 @@ class Evidence:
     prediction: str
     rule: str
     findings: tuple
-    verdict: verdict.Verdict  # the claim's
+    verdict: Verdict  # the claim's
     seconds: float  # compute time of every stored run of the grid, one core each
+    declared: str = "before the runs"  # when the rule was written (store.Grid.declared)
 
     def role(self, role: str) -> list:
         return [f for f in self.findings if f.decision.role == role]
@@ -596,6 +728,19 @@ def _fmt(ci: Optional[verdict.Interval]) -> str:
     return f"{ci.mean:+.3g} [{ci.lo:+.3g}, {ci.hi:+.3g}]"
 
 
+def detectable(values: list, extra_sd: float) -> Optional[float]:
+    """(t_0.975 + t_0.8)(n - 1 df) times the standard error: the effect a one-sided test at 2.5 %
+    finds four times in five, at the noise the values show (plus ``extra_sd``)."""
+    from scipy import stats
+
+    n = len(values)
+    if n < 2:
+        return None
+    m = sum(values) / n
+    sd = (sum((x - m) ** 2 for x in values) / (n - 1) + extra_sd**2) ** 0.5
+    return float((stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * sd / n**0.5)
+
+
 def _evaluate(rs: list, d: store.Decision, tol: float) -> tuple:
     """(verdict, measured) of one declared comparison, before any correction across regimes."""
     a = _stat_rows(rs, d, d.arm)
@@ -617,9 +762,11 @@ def _evaluate(rs: list, d: store.Decision, tol: float) -> tuple:
         if any(x is None for x in vals):
             k = sum(x is None for x in vals)
             return verdict.Verdict("inconclusive", f"{what}: {k} of {len(vals)} runs diverged"), f"{k} diverged"
-        v = verdict.compare([x - d.level for x in vals], d.predicted, d.margin, what=what, kernel_sd=extra)
+        v = verdict.compare(
+            [x - d.level for x in vals], d.predicted, d.margin, what=f"{what}, minus the level", kernel_sd=extra
+        )
         ci = verdict.interval(vals)
-        return v, _fmt(ci)
+        return v, _fmt(ci), detectable(vals, extra)
     da = {r["seed"]: r["_stat"] for r in a}
     db = {r["seed"]: r["_stat"] for r in b}
     if set(da) != set(db):
@@ -633,7 +780,8 @@ def _evaluate(rs: list, d: store.Decision, tol: float) -> tuple:
         v = verdict.equivalent(diffs, d.margin, what=what, kernel_sd=kernel)
     else:
         v = verdict.compare(diffs, d.predicted, d.margin, what=what, kernel_sd=kernel)
-    return v, _fmt(v.interval)
+        return v, _fmt(v.interval), detectable(diffs, kernel)
+    return v, _fmt(v.interval), None
 
 
 def evidence(name: str) -> Evidence:
@@ -652,7 +800,7 @@ def evidence(name: str) -> Evidence:
 
 def evaluate(g: store.Grid, rs: list, seconds: float = 0.0) -> Evidence:
     """``evidence`` on given rows (stored runs, or made-up ones in the tests)."""
-    raw = {d.what: _evaluate(rs, d, g.kernel_tolerance) for d in g.decisions}
+    raw = {d.what: (_evaluate(rs, d, g.kernel_tolerance) + (None,))[:3] for d in g.decisions}
     failed = [d for d in g.decisions if d.role == "calibration" and raw[d.what][0].label != "confirmed"]
     deciding = [d for d in g.decisions if d.role == "decides"]
     untestable = {d.what for d in deciding if any(c.calibrates in ("", d.what) for c in failed)}
@@ -672,14 +820,14 @@ def evaluate(g: store.Grid, rs: list, seconds: float = 0.0) -> Evidence:
         )
     findings = []
     for d in g.decisions:
-        v, measured = raw[d.what]
+        v, measured, mde = raw[d.what]
         if d.what in untestable:
             v = verdict.Verdict("not testable", v.reason + "; its calibration failed", v.interval, v.p, v.p_opposite)
         elif d.what in corrected:
             v = corrected[d.what]
         seeds = tuple(d.seeds) or tuple(sorted({r["seed"] for r in store.pick(rs, **d.arm)}))
-        findings.append(Finding(d, v, measured, seeds, raw[d.what][0]))
-    return Evidence(g.name, g.prediction, g.rule, tuple(findings), claim, seconds)
+        findings.append(Finding(d, v, measured, seeds, raw[d.what][0], mde))
+    return Evidence(g.name, g.prediction, g.rule, tuple(findings), claim, seconds, g.declared)
 
 
 def status(name: str) -> str:
@@ -711,9 +859,15 @@ def main(argv=None) -> int:
     except ValueError as e:
         p.exit(2, f"{p.prog}: error: {e}\n")
     if a.list:
+        total = 0.0
         for n in names:
             g = grid(n)
-            print(f"{n:22s} {len(g.cells):3d} runs  {status(n):18s} {g.title}")
+            st = status(n)
+            cpu = info(n).get("compute_seconds", 0.0) if st == "current" else 0.0
+            total += cpu
+            when = f"{cpu / 3600:5.2f} core-h" if cpu else "     -      "
+            print(f"{n:22s} {len(g.cells):3d} runs  {st:18s} {when}  {g.title}")
+        print(f"stored runs: {total / 3600:.2f} core-hours, about {total / 3600 / workers():.1f} h from nothing here")
         return 0
     t0 = time.perf_counter()
     ran = []

@@ -212,7 +212,8 @@ class EvidenceFold:
                     a = ", ".join(str(d.arm.get(k, "–")) for k in keys)
                     b = ", ".join(str(d.against.get(k, "–")) for k in keys)
                     measured = f"{a} {'vs' if d.test == 'fisher' else '−'} {b}: {measured}"
-                out.append((_ROLES[role], d.what, f"{len(f.seeds)} ({seeds})", measured, test, f.verdict.label))
+                mde = f"{f.detectable:.2g}" if f.detectable is not None else "–"
+                out.append((_ROLES[role], d.what, f"{len(f.seeds)} ({seeds})", measured, mde, test, f.verdict.label))
         return out
 
     def rule(self) -> str:
@@ -238,13 +239,16 @@ class EvidenceFold:
         return (
             f"<details class='andrea-evidence'><summary>The evidence: <b style='color:{col}'>"
             f"{e(ev.verdict.label)}</b> ({e(ev.verdict.reason)})</summary>"
-            f"<p><b>Declared before the runs</b> (grid <code>{e(ev.name)}</code> in "
+            f"<p><b>Declared {e(ev.declared)}</b> (grid <code>{e(ev.name)}</code> in "
             f"<code>andrea/experiments.py</code>): {e(ev.prediction)}</p><p>{e(self.rule())}</p>"
             "<div class='andrea-evidence-scroll'><table class='evidence-table table'><thead><tr><th>Role</th>"
-            "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Test</th><th>Verdict</th></tr></thead>"
+            "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Detectable</th><th>Test</th><th>Verdict</th></tr></thead>"
             f"<tbody>{body}</tbody></table></div>"
-            f"<p class='andrea-evidence-note'>Measured: mean and 95 % interval over seeds (differences paired by "
-            f"seed), in the units of the test. All runs of the grid: {ev.seconds / 3600:.1f} core-hours.</p>"
+            "<p class='andrea-evidence-note'>Measured: mean and 95 % interval over seeds (differences paired by "
+            "seed), in the units of the test. Detectable: the smallest true effect the comparison would show "
+            "four times in five at this noise; another CPU's rounding (the grid's kernel tolerance, a standard "
+            "deviation per run) is part of that noise, so it guards that the label is the same on every "
+            f"machine, at the price of power. All runs of the grid: {ev.seconds / 3600:.1f} core-hours.</p>"
             "</details>"
         )
 

@@ -186,6 +186,9 @@ class Grid:
     cells: tuple = field(default_factory=tuple)
     decisions: tuple = field(default_factory=tuple)  # Decision: the declared rule (see Decision)
     rule: str = "every"  # how the deciding regimes make the claim's label (verdict.decide)
+    # When the rule was written: "before the runs" (its deciding seeds had not run), or, for a rule
+    # written after the runs it decides on, a sentence that says so (the book prints it).
+    declared: str = "before the runs"
     # The largest change in a re-run's final validation loss that a change of CPU kernels may cause
     # (nats), stated from a measurement (KERNEL_TOLERANCE); reproduce() checks it both ways.
     kernel_tolerance: float = KERNEL_TOLERANCE
@@ -204,6 +207,7 @@ class Grid:
             {
                 "cells": [c.spec() for c in self.cells],
                 "rule": self.rule,
+                "declared": self.declared,
                 "decisions": [d.spec() for d in self.decisions],
                 "prediction": self.prediction,
             },
