@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Optional
 
 from . import store, verdict
-from .verdict import Verdict
 from .config import AndreaConfig
 from .store import workers
 from .train import TrainConfig
+from .verdict import Verdict
 
 BASE = AndreaConfig(vocab_size=256, context_length=128, d_model=64, n_layer=6, n_head=4)
 BASE_TRAIN = TrainConfig(steps=400, batch_size=16, seq_len=64, lr=3e-3, warmup=50, eval_every=50, eval_batches=8)
