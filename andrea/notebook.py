@@ -168,15 +168,15 @@ def settings(row: dict, *keys: str) -> dict:
 
 
 _TESTS = {
-    "paired t": "paired t test",
-    "fisher": "Fisher's exact test",
+    "paired t": "paired t",
+    "fisher": "Fisher's exact",
     "equivalence": "equivalence (TOST)",
-    "level": "one-sample t test",
+    "level": "one-sample t",
     "every": "every run",
 }
-_ROLES = {"decides": "deciding regime", "calibration": "calibration", "control": "control"}
+_ROLES = {"decides": "deciding", "calibration": "calibration", "control": "control"}
 _FIELDS = {
-    "final_val_loss": "final validation loss",
+    "final_val_loss": "final loss (nats)",
     "diverged": "runs that diverged",
     "escaped": "runs that left the plateau",
     "steps_to_level": "steps to the level",
@@ -211,7 +211,9 @@ class EvidenceFold:
                     keys += [k for k in d.against if k not in d.arm]
                     a = ", ".join(str(d.arm.get(k, "–")) for k in keys)
                     b = ", ".join(str(d.against.get(k, "–")) for k in keys)
-                    measured = f"{a} {'vs' if d.test == 'fisher' else '−'} {b}: {measured}"
+                    pair = f"{a} {'vs' if d.test == 'fisher' else '−'} {b}"
+                    if len(pair) <= 24:  # longer comparisons are named in the Comparison column
+                        measured = f"{pair}: {measured}"
                 mde = f"{f.detectable:.2g}" if f.detectable is not None else "–"
                 out.append((_ROLES[role], d.what, f"{len(f.seeds)} ({seeds})", measured, mde, test, f.verdict.label))
         return out

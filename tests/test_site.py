@@ -348,7 +348,15 @@ def test_training_verdicts_show_their_evidence_folded(site, path):
 def test_the_block_is_drawn_in_the_introduction_and_at_the_top_of_the_chapters(site):
     intro = (site / "book/intro.html").read_text()
     assert intro.count("<svg") >= 2 and "one block, pre-norm" in intro and "one block, post-norm" in intro
-    for name in ("01_residual", "02_layernorm", "03_prenorm_postnorm", "04_mlp", "07_layerscale"):
+    for name in (
+        "01_residual",
+        "02_layernorm",
+        "03_prenorm_postnorm",
+        "04_mlp",
+        "05_gelu",
+        "06_stack",
+        "07_layerscale",
+    ):
         assert "class='andrea-diagram'" in (site / f"book/{name}.html").read_text(), name
 
 
