@@ -36,7 +36,7 @@ import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
@@ -160,19 +160,7 @@ class Decision:
         return self.field
 
     def spec(self) -> dict:
-        return {
-            "what": self.what,
-            "arm": self.arm,
-            "against": self.against,
-            "predicted": self.predicted,
-            "field": self.field,
-            "test": self.test,
-            "role": self.role,
-            "margin": self.margin,
-            "level": self.level,
-            "seeds": list(self.seeds),
-            "calibrates": self.calibrates,
-        }
+        return {**asdict(self), "seeds": list(self.seeds)}
 
     def rerun_label(self) -> dict:
         return {**self.arm, "seed": self.seeds[0] if self.seeds else 0}
