@@ -39,7 +39,8 @@ HEAD_DIM = 32  # heads = width / 32 (4 heads at width 128, 24 at 768 ... ANDREA'
 # The grid precomputed for the static site (and shipped for the live explorer).
 GRID_LAMBDAS: tuple = (None, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 GRID_DEPTHS: tuple = (1, 2, 4, 8, 12, 24, 48, 96)
-GRID_NORMS: tuple = ("pre", "post")
+GRID_NORMS: tuple = ("pre", "post", "none")
+GRID_RESIDUALS: tuple = (True, False)
 
 BATCH, SEQ = 2, 32  # the probe batch: 64 random tokens (x width values per boundary)
 SHIPPED = "explorer"  # andrea/results/explorer.json
@@ -152,7 +153,13 @@ def lambda_label(v: Optional[float]) -> str:
 
 
 def grid_settings() -> list[Setting]:
-    return [Setting(layerscale=lam, depth=d, norm=n) for n in GRID_NORMS for lam in GRID_LAMBDAS for d in GRID_DEPTHS]
+    return [
+        Setting(layerscale=lam, depth=d, norm=n, residual=res)
+        for res in GRID_RESIDUALS
+        for n in GRID_NORMS
+        for lam in GRID_LAMBDAS
+        for d in GRID_DEPTHS
+    ]
 
 
 def reference_settings() -> list[Setting]:
@@ -166,7 +173,7 @@ def shipped_key() -> str:
     """Hash of the code that measures a setting, and of what is measured."""
     spec = json.dumps(
         {
-            "grid": [GRID_LAMBDAS, GRID_DEPTHS, GRID_NORMS],
+            "grid": [GRID_LAMBDAS, GRID_DEPTHS, GRID_NORMS, GRID_RESIDUALS],
             "depths": DEPTH_RANGE,
             "w": DEFAULT_WIDTH,
             "batch": [BATCH, SEQ],
@@ -189,6 +196,7 @@ def _encode(s: Setting, r: GradientReport) -> dict:
         "lam": lambda_label(s.layerscale),
         "depth": s.depth,
         "norm": s.norm,
+        "res": s.residual,
         "act": [_sig(float(v)) for v in r.act_rms],
         "grad": [_sig(float(v)) for v in r.grad_rms],
         "loss": _sig(r.loss),
@@ -242,7 +250,10 @@ def _load_shipped() -> Shipped:
         reports = {}
         for row in blob["settings"] + blob["references"]:
             s = Setting(
-                layerscale=None if row["lam"] == "off" else float(row["lam"]), depth=row["depth"], norm=row["norm"]
+                layerscale=None if row["lam"] == "off" else float(row["lam"]),
+                depth=row["depth"],
+                norm=row["norm"],
+                residual=bool(row["res"]),
             )
             r = _decode(row)
             if len(r.act_rms) != s.depth + 1 or len(r.grad_rms) != s.depth + 1:
@@ -303,6 +314,7 @@ def grid_rows() -> list[dict]:
                     "lam": lambda_label(s.layerscale),
                     "depth": s.depth,
                     "norm": s.norm,
+                    "res": "on" if s.residual else "off",
                     "boundary": b,
                     "grad": _sig(g, 4) if math.isfinite(g) and g > 0 else None,
                     "act": _sig(a, 4) if math.isfinite(a) and a > 0 else None,

@@ -36,7 +36,8 @@ def _grid_note_lines() -> list[str]:
     return [
         f"Measured with the real model (width {E.DEFAULT_WIDTH}, a fresh initialisation, seed 0, "
         f"{E.BATCH}×{E.SEQ} random tokens)",
-        f"for λ₀ ∈ {{{lams}}}, depth ∈ {{{', '.join(map(str, E.GRID_DEPTHS))}}} and pre/post-norm.",
+        f"for λ₀ ∈ {{{lams}}}, depth ∈ {{{', '.join(map(str, E.GRID_DEPTHS))}}}, "
+        f"norm {'/'.join(E.GRID_NORMS)} and the residual path on/off.",
     ]
 
 
@@ -44,17 +45,38 @@ def _grid_note() -> str:
     return " ".join(_grid_note_lines())
 
 
-def explorer_chart(rows: list[dict], depth: int = 12, layerscale: Optional[float] = None, norm: str = "pre"):
-    """A Vega-Lite chart with three bound controls (λ, depth, norm) over the precomputed rows."""
+COLUMNS = ("lam", "depth", "norm", "res", "boundary", "grad", "act", "status", "ratio")
+NUMERIC = ("depth", "boundary", "grad", "act", "ratio")
+
+
+def _csv(rows: list[dict]) -> str:
+    """The rows as CSV text (a third of the size of JSON records; Vega parses it in the page)."""
+    out = [",".join(COLUMNS)]
+    for r in rows:
+        out.append(",".join("" if r[c] is None else str(r[c]) for c in COLUMNS))
+    return "\n".join(out)
+
+
+def explorer_chart(
+    rows: list[dict],
+    depth: int = 12,
+    layerscale: Optional[float] = None,
+    norm: str = "pre",
+    residual: bool = True,
+):
+    """A Vega-Lite chart with four bound controls (λ, depth, norm, residual) over the
+    precomputed rows."""
     lam0 = E.lambda_label(layerscale)
     if (
         lam0 not in {E.lambda_label(v) for v in E.GRID_LAMBDAS}
         or depth not in E.GRID_DEPTHS
         or norm not in E.GRID_NORMS
+        or residual not in E.GRID_RESIDUALS
     ):
         raise ValueError(
             f"the static explorer only has λ in {[E.lambda_label(v) for v in E.GRID_LAMBDAS]}, "
-            f"depth in {list(E.GRID_DEPTHS)} and norm in {list(E.GRID_NORMS)}; got {lam0}, {depth}, {norm}"
+            f"depth in {list(E.GRID_DEPTHS)}, norm in {list(E.GRID_NORMS)} and residual "
+            f"True/False; got {lam0}, {depth}, {norm}, {residual!r}"
         )
     lam = alt.param(
         name="lam",
@@ -65,13 +87,17 @@ def explorer_chart(rows: list[dict], depth: int = 12, layerscale: Optional[float
         name="depth", value=depth, bind=alt.binding_select(options=list(E.GRID_DEPTHS), name="depth (blocks) ")
     )
     nrm = alt.param(name="norm", value=norm, bind=alt.binding_radio(options=list(E.GRID_NORMS), name="norm placement "))
+    res = alt.param(
+        name="res", value="on" if residual else "off", bind=alt.binding_radio(options=["on", "off"], name="residual path ")
+    )
 
-    base = alt.Chart(alt.Data(values=rows))
+    data = alt.InlineData(values=_csv(rows), format={"type": "csv", "parse": {c: "number" for c in NUMERIC}})
+    base = alt.Chart(data)
     current = base.transform_filter(
-        "datum.lam == lam && datum.depth == depth && datum.norm == norm"
+        "datum.lam == lam && datum.depth == depth && datum.norm == norm && datum.res == res"
     ).transform_calculate(series="'this setting'")
     reference = base.transform_filter(
-        "datum.lam == 'off' && datum.depth == depth && datum.norm == 'pre'"
+        "datum.lam == 'off' && datum.depth == depth && datum.norm == 'pre' && datum.res == 'on'"
     ).transform_calculate(series="'reference: pre-norm, no LayerScale'")
     color = alt.Color(
         "series:N",
@@ -110,7 +136,7 @@ def explorer_chart(rows: list[dict], depth: int = 12, layerscale: Optional[float
             ),
             readout,
         )
-        .add_params(lam, dep, nrm)
+        .add_params(lam, dep, nrm, res)
         .configure_view(stroke=None)
         .configure_axis(grid=True, gridOpacity=0.3)
     )
@@ -120,9 +146,16 @@ def explorer_chart(rows: list[dict], depth: int = 12, layerscale: Optional[float
 class StaticExplorer:
     """The precomputed explorer: an HTML snippet on the book's site, a Vega-Lite chart in a notebook."""
 
-    def __init__(self, depth: int = 12, layerscale: Optional[float] = None, norm: str = "pre", name: str = "explorer"):
+    def __init__(
+        self,
+        depth: int = 12,
+        layerscale: Optional[float] = None,
+        norm: str = "pre",
+        name: str = "explorer",
+        residual: bool = True,
+    ):
         self.rows = cached_grid_rows()
-        self.spec = explorer_chart(self.rows, depth, layerscale, norm).to_dict()
+        self.spec = explorer_chart(self.rows, depth, layerscale, norm, residual).to_dict()
         self.id = f"andrea-{name}"
 
     def html(self) -> str:
@@ -130,7 +163,7 @@ class StaticExplorer:
         return f"""<div class="andrea-explorer" id="{self.id}" role="figure"
  aria-label="Interactive chart: gradient RMS and residual-stream RMS at every block boundary,
  for the chosen LayerScale λ, depth and norm placement"></div>
-<p class="andrea-explorer-note">{_grid_note()} For other values, the residual switch, other widths or seeds,
+<p class="andrea-explorer-note">{_grid_note()} For other values, other widths or seeds,
 launch this page as a notebook (the rocket button at the top of the page) and use the live explorer.</p>
 <script>
 (function() {{
@@ -139,7 +172,14 @@ launch this page as a notebook (the rocket button at the top of the page) and us
     el.textContent = "(This chart is drawn by the book's JavaScript, which did not load.)";
     return;
   }}
-  vegaEmbed(el, {spec}, {{renderer: "svg", actions: false}}).then(function(r) {{
+  var spec = {spec};
+  if (el.clientWidth < 640) {{  // a phone: the two panels stacked, each as wide as the column
+    var w = Math.max(180, el.clientWidth - 90), rows = spec.vconcat;
+    rows.splice(0, 1, rows[0].hconcat[0], rows[0].hconcat[1]);
+    rows.forEach(function(r) {{ r.width = w; }});
+    if (rows[2].mark) rows[2].mark.fontSize = 11;
+  }}
+  vegaEmbed(el, spec, {{renderer: "svg", actions: false}}).then(function(r) {{
     window.andreaExplorers = window.andreaExplorers || {{}};
     window.andreaExplorers["{self.id}"] = r.view;
     el.setAttribute("data-ready", "1");

@@ -114,8 +114,8 @@ def _displayed_code(path):
 
 @pytest.mark.parametrize("path", PAGES + LABS, ids=lambda p: p.name)
 def test_code_cells_fit_the_page(path):
-    long = [ln for ln in _displayed_code(path) if len(ln) > 90]
-    assert long == [], f"{path.name}: {len(long)} displayed code lines over 90 characters: {long[:3]}"
+    long = [ln for ln in _displayed_code(path) if len(ln) > 78]
+    assert long == [], f"{path.name}: {len(long)} displayed code lines over 78 characters: {long[:3]}"
 
 
 @pytest.mark.parametrize("path", LABS, ids=lambda p: p.name)

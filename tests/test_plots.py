@@ -20,3 +20,63 @@ def test_a_restated_provenance_replaces_the_figures_own():
     plots.provenance(fig, "cpu", None, "seeds 0-1")
     texts = _provenance_texts(fig)
     assert len(texts) == 1 and texts[0].endswith("seeds 0-1")
+
+
+def test_same_look_names_lines_a_reader_cannot_tell_apart():
+    import matplotlib.pyplot as plt
+
+    from andrea.plots import same_look
+
+    fig, (a, b, c) = plt.subplots(1, 3)
+    a.plot([0, 1], [0, 1], color="C0", label="warmup")
+    a.plot([0, 1], [1, 0], color="C0", label="no warmup")  # same colour, same style: flagged
+    b.plot([0, 1], [0, 1], color="C0", label="warmup")
+    b.plot([0, 1], [1, 0], color="C0", ls="--", label="no warmup")  # dashed: distinct
+    for s in range(3):
+        c.plot([0, 1], [s, s + 1], color="C1")  # one arm's seeds: one series
+    c.axhline(0.5, color="C1")  # a reference line, not a series
+    a.legend()
+    b.legend()
+    problems = same_look(fig)
+    assert problems == ["axis 0: 'warmup' and 'no warmup' look the same"]
+    fig2, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], color="C0")
+    ax.plot([0, 1], [1, 0], color="C1")  # two kinds of line, nothing names them
+    assert same_look(fig2) == ["axis 0: 2 kinds of line and no legend or label"]
+    ax.legend(["a", "b"])
+    assert same_look(fig2) == []
+    plt.close("all")
+
+
+def test_book_png_raises_small_fonts_and_records_its_audit():
+    import matplotlib.pyplot as plt
+
+    from andrea.plots import MIN_FONT_PX, SHOWN_AT_MOST_PX, book_png, png_audit
+
+    fig, ax = plt.subplots(figsize=(12, 3), dpi=100)  # 1200 px wide: shown at 640, scale 0.53
+    ax.plot([0, 1], [0, 1], label="x")
+    ax.legend(fontsize=6)
+    ax.tick_params(labelsize=7)
+    data = book_png(fig)
+    audit = png_audit(data)
+    from PIL import Image
+    import io
+
+    width = Image.open(io.BytesIO(data)).width
+    shown = float(audit["andrea:min-font-px"]) * min(1, SHOWN_AT_MOST_PX / width)
+    assert MIN_FONT_PX <= shown < MIN_FONT_PX * 1.15, (audit, width)
+    assert audit["andrea:same-look"] == "[]"
+    plt.close(fig)
+    assert png_audit(_plain_png()) == {}
+
+
+def _plain_png():
+    import io
+
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()

@@ -196,7 +196,8 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
     from andrea.static_explorer import cached_grid_rows
 
     rows = cached_grid_rows()
-    expected = {(r["lam"], r["depth"], r["norm"]): r["ratio"] for r in rows if r["boundary"] == 0}
+    expected = {(r["lam"], r["depth"], r["norm"], r["res"]): r["ratio"] for r in rows if r["boundary"] == 0}
+    expected.update({k[:3]: v for k, v in expected.items() if k[3] == "on"})
     p = Page(browser, server, "book/07_layerscale.html")
     try:
         pg = p.page
@@ -224,6 +225,16 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
         s3 = _explorer_state(pg, el_id)
         assert s3["lines"] != s2["lines"]
         assert f"{expected[('off', 8, 'post')]:.3g}" in s3["text"]
+
+        # the residual switch and norm "none" (chapter 1 and lab 1 ask for both); a vanished
+        # gradient reads as its status, not a number
+        pg.check(f"#{el_id} input[name=norm][value=none]")
+        pg.check(f"#{el_id} input[name=res][value=off]")
+        pg.select_option(f"#{el_id} select[name=depth]", "4")
+        want = expected[("off", 4, "none", "off")]
+        _wait_for_text(pg, el_id, f"{want:.3g}" if want else "VANISHED")
+        s4 = _explorer_state(pg, el_id)
+        assert s4["lines"] != s3["lines"] and s4["points"] == 2 * (4 + 1)
         assert p.errors == [] and p.external == []
     finally:
         p.close()
@@ -380,3 +391,127 @@ def test_pages_do_not_overflow_sideways(browser, server, width):
 def test_claims_tables_name_their_columns_for_a_reader(site):
     html = (site / "book/07_layerscale.html").read_text()
     assert "<th>The source says</th><th>We measured</th><th>Verdict</th><th>Why</th>" in html
+
+
+def _figures(pg):
+    """Every figure image of the page's content: its file, natural and shown width."""
+    return pg.evaluate(
+        """() => [...document.querySelectorAll('main div.cell_output img, main figure img')]
+            .filter(i => i.src.endsWith('.png'))
+            .map(i => ({src: i.getAttribute('src'), natural: i.naturalWidth,
+                        shown: i.getBoundingClientRect().width}))"""
+    )
+
+
+def _open(browser, server, path, width, dark=False):
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme="dark" if dark else "light")
+    pg = ctx.new_page()
+    pg.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server) else r.abort())
+    pg.goto(server + path, wait_until="load")
+    if dark:
+        pg.evaluate("document.documentElement.dataset.theme = 'dark'")
+    return ctx, pg
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_figure_text_is_at_least_nine_pixels_as_shown(site, browser, server, width):
+    """Every figure's smallest text (recorded in the PNG by andrea.plots.book_png), at the size
+    the page shows the figure: at least plots.MIN_FONT_PX on a desktop and on a phone."""
+    from andrea.plots import MIN_FONT_PX, png_audit
+
+    small, unaudited, n = [], [], 0
+    for path in site_pages():
+        ctx, pg = _open(browser, server, path, width)
+        for f in _figures(pg):
+            n += 1
+            audit = png_audit((site / path).parent.joinpath(unquote(f["src"])).resolve().read_bytes())
+            if not audit:
+                unaudited.append(f"{path}: {f['src']}")
+                continue
+            shown = float(audit["andrea:min-font-px"]) * f["shown"] / f["natural"]
+            if shown < MIN_FONT_PX - 0.05:
+                small.append(f"{path}: {f['src'][-20:]} {shown:.1f} px")
+        ctx.close()
+    assert n > 20, f"only {n} figures found"
+    assert unaudited == [], f"figures not drawn through andrea.plots.book_png: {unaudited}"
+    assert small == [], f"figure text below {MIN_FONT_PX} px at {width} px: {small}"
+
+
+def test_figure_lines_are_told_apart(site):
+    """No figure has two named lines of one axis in the same colour and style, or several kinds
+    of line with nothing to name them (andrea.plots.same_look, recorded in each PNG)."""
+    import json
+
+    from andrea.plots import png_audit
+
+    bad = []
+    for png in sorted((site / "_images").glob("*.png")):
+        audit = png_audit(png.read_bytes())
+        if audit and json.loads(audit["andrea:same-look"]):
+            bad.append(f"{png.name[:12]}: {audit['andrea:same-look']}")
+    assert bad == [], f"lines a reader cannot tell apart: {bad}"
+
+
+def _contrast(fg, bg):
+    def lum(c):
+        def ch(v):
+            v /= 255
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
+        r, g, b = c[:3]
+        return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b)
+
+    hi, lo = sorted([lum(fg), lum(bg)], reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+_COLOURS = """sel => [...document.querySelectorAll(sel)].slice(0, 6).map(e => {
+    const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+    let bg = e, c = [0, 0, 0, 0];
+    while (bg && (c.length < 3 || (c.length === 4 && c[3] === 0))) {
+        c = rgb(getComputedStyle(bg).backgroundColor); bg = bg.parentElement; }
+    return {fg: rgb(getComputedStyle(e).color), bg: c.length >= 3 ? c : [255, 255, 255]};
+})"""
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_captions_have_text_contrast(browser, server, dark):
+    """Figure captions and the explorer's note: at least 4.5:1 against what is behind them, in
+    the light and the dark theme (WCAG AA for body text)."""
+    low = []
+    for path in ("book/01_residual.html", "book/07_layerscale.html", "book/03_prenorm_postnorm.html"):
+        ctx, pg = _open(browser, server, path, 1280, dark)
+        pairs = pg.evaluate(_COLOURS, "figcaption p, .andrea-explorer-note")
+        assert pairs, f"{path}: no captions found"
+        low += [f"{path}: {_contrast(p['fg'], p['bg']):.1f}:1" for p in pairs if _contrast(p["fg"], p["bg"]) < 4.5]
+        if dark:
+            filt = pg.evaluate("getComputedStyle(document.querySelector('figure img')).filter")
+            assert filt == "none", f"{path}: figures dimmed in dark mode ({filt})"
+        ctx.close()
+    assert low == [], f"captions below 4.5:1: {low}"
+
+
+def test_code_fits_the_column_and_outputs_wrap(browser, server):
+    """At 1280 px every code cell (hidden ones opened) and every output fits its box: nothing to
+    scroll sideways inside the text column."""
+    wide = []
+    for path in site_pages():
+        ctx, pg = _open(browser, server, path, 1280)
+        pg.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        wide += pg.evaluate(
+            """p => [...document.querySelectorAll('main div.cell_input pre, main div.cell_output pre')]
+                .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1)
+                .map(e => p + ': ' + e.textContent.split('\\n').sort((a, b) => b.length - a.length)[0]
+                     .slice(0, 60) + ' (' + (e.scrollWidth - e.clientWidth) + ' px)')""",
+            path,
+        )
+        ctx.close()
+    assert wide == [], f"code or output wider than the column at 1280 px: {wide}"
+
+
+def test_lab_two_shows_its_closing_figure(site):
+    """Lab 2's questions read its last figure: gradient flow, trained vs untrained."""
+    html = (site / "notebooks/lab2_training.html").read_text()
+    part = html[html.index('<section id="gradient-flow-trained-vs-untrained"') :]
+    part = part[: part.index("Questions")]
+    assert len(re.findall(r"<img [^>]*src=\"[^\"]+\.png\"", part)) == 1

@@ -117,9 +117,10 @@ def test_static_grid_and_spec():
     from andrea.static_explorer import StaticExplorer, cached_grid_rows
 
     rows = cached_grid_rows()
-    n_settings = len(E.GRID_LAMBDAS) * len(E.GRID_DEPTHS) * len(E.GRID_NORMS)
-    assert len({(r["lam"], r["depth"], r["norm"]) for r in rows}) == n_settings
-    assert len(rows) == sum(d + 1 for d in E.GRID_DEPTHS) * len(E.GRID_LAMBDAS) * len(E.GRID_NORMS)
+    per_depth = len(E.GRID_LAMBDAS) * len(E.GRID_NORMS) * len(E.GRID_RESIDUALS)
+    assert {r["norm"] for r in rows} == {"pre", "post", "none"} and {r["res"] for r in rows} == {"on", "off"}
+    assert len({(r["lam"], r["depth"], r["norm"], r["res"]) for r in rows}) == per_depth * len(E.GRID_DEPTHS)
+    assert len(rows) == sum(d + 1 for d in E.GRID_DEPTHS) * per_depth
     ex = StaticExplorer(depth=12)
     html = ex.html()
     assert len(html.encode()) < 1_000_000  # the whole grid stays under 1 MB of page weight
@@ -127,6 +128,8 @@ def test_static_grid_and_spec():
     assert "vega-lite/v6" in json.dumps(ex.spec["$schema"])
     with pytest.raises(ValueError, match="static explorer only has"):
         StaticExplorer(depth=13)
+    with pytest.raises(ValueError, match="residual True/False; got off, 12, pre, 'no'"):
+        StaticExplorer(depth=12, residual="no")
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,16 @@ if [ "$(cat _build/.andrea-hash 2>/dev/null)" != "$hash" ]; then
   rm -rf _build/.jupyter_cache _build/html _build/jupyter_execute _build/.doctrees
   echo "$hash" > _build/.andrea-hash
 fi
+# Sphinx copies book/_static only when some page is rewritten: a changed stylesheet rewrites them all
+# (from the execution cache, so nothing is re-run).
+all=()
+statics=$(cat book/_static/*.css book/_ext/*.py 2>/dev/null | sha256sum | cut -c1-16)
+if [ "$(cat _build/.static-hash 2>/dev/null)" != "$statics" ]; then all=(--all); fi
 start=$(date +%s)
 rm -f _build/book-build.ok
 set -o pipefail
-.venv/bin/jupyter-book build . --builder html -n -W --keep-going 2>&1 | tee _build/book-build.log
+.venv/bin/jupyter-book build . --builder html -n -W --keep-going "${all[@]}" 2>&1 | tee _build/book-build.log
+echo "$statics" > _build/.static-hash
 .venv/bin/python tools/make_colab.py > /dev/null
 echo "$(( $(date +%s) - start ))" > _build/book-build.ok
 echo "Built in $(cat _build/book-build.ok) s. Open: file://$PWD/_build/html/index.html"

@@ -9,7 +9,8 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTALL = '''# Outside the book's own environment (Colab, a fresh Binder), install the book's package first.
+INSTALL = '''# Outside the book's own environment (Colab, a fresh Binder), install the
+# book's package first.
 try:
     import andrea
 except ImportError:
@@ -101,7 +102,8 @@ LayerNorm after the first residual addition do to a gradient?)
 """),
     code("""
 r = E.probe(E.Setting(depth=24, norm="post"))
-print(f"gradient at boundary 0 / boundary 1 = {r.grad_rms[0] / r.grad_rms[1]:.1f}")
+print(f"gradient at boundary 0 / boundary 1 = "
+      f"{r.grad_rms[0] / r.grad_rms[1]:.1f}")
 print(f"1 / RMS(embeddings) = {1 / r.act_rms[0]:.1f}")
 """),
     md("""
@@ -188,16 +190,18 @@ model_cfg, train_cfg, _ = PRESETS["tiny"]
 model_cfg = replace(model_cfg, vocab_size=data.vocab_size)
 train_cfg = replace(train_cfg, steps=200, eval_every=50)
 print(f"{count_parameters(model_cfg)['total']:,} parameters")
-result = train(model_cfg, train_cfg, data, device=device, progress=show_progress())
+result = train(model_cfg, train_cfg, data, device=device,
+               progress=show_progress())
 h = result.history
-print(f"loss {h['loss'][0]:.2f} -> {h['loss'][-1]:.2f};  validation {h['val_loss']}")
+print(f"loss {h['loss'][0]:.2f} -> {h['loss'][-1]:.2f};  "
+      f"validation {h['val_loss']}")
 print(f"{result.tokens_per_s:,.0f} tokens/s")
 """),
     code("""
 run = dict(h, steps=h["step"], panel="tiny preset", run="ANDREA tiny",
            diverged=result.diverged)
-fig = plots.loss_curves_figure([run], facet="panel", color="run", labels=lambda k, v: v,
-                               title="Training loss")
+fig = plots.loss_curves_figure([run], facet="panel", color="run",
+                               labels=lambda k, v: v, title="Training loss")
 """),
     md("""
 ## Sample
@@ -225,7 +229,8 @@ print(f"embeddings/top gradient ratio: untrained {fresh.grad_ratio:.2f}, "
       f"trained {trained.grad_ratio:.2f}")
 plots.gradient_flow_figure(trained, fresh,
                            label=f"trained (loss {trained.loss:.2f})",
-                           reference_label=f"untrained (loss {fresh.loss:.2f})",
+                           reference_label=f"untrained (loss "
+                                           f"{fresh.loss:.2f})",
                            title="The tiny model before and after 200 steps")
 """),
     md("""
