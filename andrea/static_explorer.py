@@ -45,6 +45,8 @@ def _grid_note() -> str:
     return " ".join(_grid_note_lines())
 
 
+READOUT = "gradient RMS at the embeddings / at the top of the stack = "
+READOUT_SHORT = "embeddings / top gradient RMS = "
 COLUMNS = ("lam", "depth", "norm", "res", "boundary", "grad", "act", "status", "ratio")
 NUMERIC = ("depth", "boundary", "grad", "act", "ratio")
 
@@ -121,7 +123,7 @@ def explorer_chart(
     readout = (
         current.transform_filter("datum.boundary == 0")
         .transform_calculate(
-            text="datum.status == 'ok' ? 'gradient RMS at the embeddings / at the top of the stack = ' + "
+            text=f"datum.status == 'ok' ? '{READOUT}' + "
             "format(datum.ratio, '.3g') + '×' : upper(datum.status)"
         )
         .mark_text(align="left", fontSize=13, fontWeight="bold", color=PALETTE[0])
@@ -177,7 +179,10 @@ launch this page as a notebook (the rocket button at the top of the page) and us
     var w = Math.max(180, el.clientWidth - 90), rows = spec.vconcat;
     rows.splice(0, 1, rows[0].hconcat[0], rows[0].hconcat[1]);
     rows.forEach(function(r) {{ r.width = w; }});
-    if (rows[2].mark) rows[2].mark.fontSize = 11;
+    rows[2].mark.fontSize = 11;  // and a shorter readout
+    rows[2].transform.forEach(function(t) {{
+      if (t.calculate) t.calculate = t.calculate.replace({json.dumps(READOUT)}, {json.dumps(READOUT_SHORT)});
+    }});
   }}
   vegaEmbed(el, spec, {{renderer: "svg", actions: false}}).then(function(r) {{
     window.andreaExplorers = window.andreaExplorers || {{}};

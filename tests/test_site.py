@@ -492,14 +492,15 @@ def test_captions_have_text_contrast(browser, server, dark):
 
 
 def test_code_fits_the_column_and_outputs_wrap(browser, server):
-    """At 1280 px every code cell (hidden ones opened) and every output fits its box: nothing to
-    scroll sideways inside the text column."""
+    """At 1280 px every code cell (hidden ones opened), every output and every claims or evidence
+    table fits its box: nothing to scroll sideways inside the text column."""
     wide = []
     for path in site_pages():
         ctx, pg = _open(browser, server, path, 1280)
         pg.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
         wide += pg.evaluate(
-            """p => [...document.querySelectorAll('main div.cell_input pre, main div.cell_output pre')]
+            """p => [...document.querySelectorAll('main div.cell_input pre, main div.cell_output pre, '
+                + 'main .andrea-evidence-scroll')]
                 .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1)
                 .map(e => p + ': ' + e.textContent.split('\\n').sort((a, b) => b.length - a.length)[0]
                      .slice(0, 60) + ' (' + (e.scrollWidth - e.clientWidth) + ' px)')""",
@@ -515,3 +516,22 @@ def test_lab_two_shows_its_closing_figure(site):
     part = html[html.index('<section id="gradient-flow-trained-vs-untrained"') :]
     part = part[: part.index("Questions")]
     assert len(re.findall(r"<img [^>]*src=\"[^\"]+\.png\"", part)) == 1
+
+
+_CODE_OR_TEX = re.compile(r"\w_\w|\|\||\^\{|\[[-+−]?\d[^\]]*,\s*[-+−]?\d")
+
+
+@pytest.mark.parametrize("path", site_pages() or ["book/intro.html"])
+def test_claims_tables_speak_words_not_code(site, path):
+    """A claims table's cells (outside the folded 'the numbers') carry no code names, raw TeX or
+    intervals: those sit in the fold and in the evidence."""
+    import html as H
+
+    page = (site / path).read_text(errors="replace")
+    bad = []
+    for table in re.findall(r"<table class='claims-table.*?</table>", page, re.S):
+        for cell in re.findall(r"<td>(.*?)</td>", table, re.S):
+            text = H.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<details.*?</details>", "", cell, flags=re.S)))
+            if _CODE_OR_TEX.search(text):
+                bad.append(text[:100])
+    assert bad == [], f"{path}: claims-table cells with code, TeX or intervals: {bad}"
