@@ -468,12 +468,14 @@ def loss_bands_figure(
     source: str = "",
     panel_width: float = 4.2,
     ncols: Optional[int] = None,
+    palette: Optional[dict] = None,
 ):
     """Training-loss curves over seeds: per (facet, color, style) group, the mean of the seeds'
     ``smooth``-step running means, with a band from the lowest to the highest seed. A group in which
     a run diverged ends with a cross where its loss stopped being finite. ``ncols``: panels per row
     (default: all in one row); without a ``style`` key each colour also gets its own line style,
-    so that the curves stay apart in grey print and for colour-blind readers."""
+    so that the curves stay apart in grey print and for colour-blind readers. ``palette`` maps a
+    ``color`` value to its colour, so that an arm keeps the colour other figures give it."""
     facets = list(dict.fromkeys(r[facet] for r in rows))
     colors = list(dict.fromkeys(r[color] for r in rows))
     styles = list(dict.fromkeys(r[style] for r in rows)) if style else [None]
@@ -490,7 +492,7 @@ def loss_bands_figure(
                 group = [r for r in rows if r[facet] == fv and r[color] == cv and (not style or r[style] == sv)]
                 if not group:
                     continue
-                c = PALETTE[colors.index(cv) % len(PALETTE)]
+                c = (palette or {}).get(cv, PALETTE[colors.index(cv) % len(PALETTE)])
                 ls = ["-", "--", "-.", ":"][(styles.index(sv) if style else colors.index(cv)) % 4]
                 curves = [_smooth(r["loss"], smooth) for r in group]
                 n = max(len(cu) for cu in curves)
@@ -704,9 +706,7 @@ def _texts(fig):
     import matplotlib.text
 
     return [
-        t
-        for t in fig.findobj(matplotlib.text.Text)
-        if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0
+        t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0
     ]
 
 
@@ -769,12 +769,23 @@ def legible(fig, dpi: float = 100) -> float:
 
 def book_png(fig, dpi: float = 100) -> bytes:
     """The figure as the book shows it (a tight PNG), with its legibility audit in the PNG's text
-    chunks: ``andrea:min-font-px`` (smallest font, in the PNG's pixels) and ``andrea:same-look``
-    (lines a reader cannot tell apart). ``tests/test_site.py`` reads both from the built site."""
+    chunks: ``andrea:min-font-px`` (smallest font, in the PNG's pixels), ``andrea:same-look``
+    (lines a reader cannot tell apart) and ``andrea:colours`` (each named line's colour).
+    ``tests/test_site.py`` reads them from the built site."""
     import json
 
     min_px = legible(fig, dpi)
-    meta = {"andrea:min-font-px": f"{min_px:.2f}", "andrea:same-look": json.dumps(same_look(fig))}
+    colours = {
+        ln.get_label(): matplotlib.colors.to_hex(ln.get_color())
+        for ax in fig.axes
+        for ln in ax.get_lines()
+        if not ln.get_label().startswith("_")
+    }
+    meta = {
+        "andrea:min-font-px": f"{min_px:.2f}",
+        "andrea:same-look": json.dumps(same_look(fig)),
+        "andrea:colours": json.dumps(colours, ensure_ascii=True),
+    }
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
     return buf.getvalue()
@@ -784,7 +795,7 @@ def png_audit(data: bytes) -> dict:
     """The audit ``book_png`` wrote into a PNG (empty for a PNG it did not write)."""
     from PIL import Image
 
-    info = Image.open(io.BytesIO(data)).text
+    info = getattr(Image.open(io.BytesIO(data)), "text", {})  # a PNG's text chunks
     return {k: v for k, v in info.items() if k.startswith("andrea:")}
 
 

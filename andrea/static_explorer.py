@@ -90,7 +90,9 @@ def explorer_chart(
     )
     nrm = alt.param(name="norm", value=norm, bind=alt.binding_radio(options=list(E.GRID_NORMS), name="norm placement "))
     res = alt.param(
-        name="res", value="on" if residual else "off", bind=alt.binding_radio(options=["on", "off"], name="residual path ")
+        name="res",
+        value="on" if residual else "off",
+        bind=alt.binding_radio(options=["on", "off"], name="residual path "),
     )
 
     data = alt.InlineData(values=_csv(rows), format={"type": "csv", "parse": {c: "number" for c in NUMERIC}})
@@ -123,8 +125,7 @@ def explorer_chart(
     readout = (
         current.transform_filter("datum.boundary == 0")
         .transform_calculate(
-            text=f"datum.status == 'ok' ? '{READOUT}' + "
-            "format(datum.ratio, '.3g') + '×' : upper(datum.status)"
+            text=f"datum.status == 'ok' ? '{READOUT}' + format(datum.ratio, '.3g') + '×' : upper(datum.status)"
         )
         .mark_text(align="left", fontSize=13, fontWeight="bold", color=PALETTE[0])
         .encode(text="text:N", x=alt.value(0), y=alt.value(10))

@@ -59,8 +59,9 @@ def test_book_png_raises_small_fonts_and_records_its_audit():
     ax.tick_params(labelsize=7)
     data = book_png(fig)
     audit = png_audit(data)
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     width = Image.open(io.BytesIO(data)).width
     shown = float(audit["andrea:min-font-px"]) * min(1, SHOWN_AT_MOST_PX / width)

@@ -492,15 +492,16 @@ def test_captions_have_text_contrast(browser, server, dark):
 
 
 def test_code_fits_the_column_and_outputs_wrap(browser, server):
-    """At 1280 px every code cell (hidden ones opened), every output and every claims or evidence
-    table fits its box: nothing to scroll sideways inside the text column."""
+    """At 1280 px every code cell (hidden ones opened), every output, every claims or evidence
+    table and every display formula fits its box: nothing to scroll sideways in the text column."""
     wide = []
     for path in site_pages():
         ctx, pg = _open(browser, server, path, 1280)
+        pg.evaluate("window.MathJax && MathJax.startup && MathJax.startup.promise")  # formulas typeset
         pg.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
         wide += pg.evaluate(
             """p => [...document.querySelectorAll('main div.cell_input pre, main div.cell_output pre, '
-                + 'main .andrea-evidence-scroll')]
+                + 'main .andrea-evidence-scroll, main mjx-container[display="true"]')]
                 .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1)
                 .map(e => p + ': ' + e.textContent.split('\\n').sort((a, b) => b.length - a.length)[0]
                      .slice(0, 60) + ' (' + (e.scrollWidth - e.clientWidth) + ' px)')""",
@@ -535,3 +536,26 @@ def test_claims_tables_speak_words_not_code(site, path):
             if _CODE_OR_TEX.search(text):
                 bad.append(text[:100])
     assert bad == [], f"{path}: claims-table cells with code, TeX or intervals: {bad}"
+
+
+def _arm(label: str) -> str:
+    """An arm's name as the book's figures spell it in either chapter ('pre-LN' = 'pre-norm')."""
+    return re.sub(r"\b(pre|post)-LN\b", r"\1-norm", label.split(" (")[0]).strip()
+
+
+def test_an_arm_has_one_colour_everywhere(site):
+    """One palette mapping: a named line (an arm such as 'pre-norm, Xavier') is drawn in the same
+    colour in every figure of the book that names it."""
+    import json
+    from collections import defaultdict
+
+    from andrea.plots import png_audit
+
+    seen = defaultdict(set)
+    for png in sorted((site / "_images").glob("*.png")):
+        for label, colour in json.loads(png_audit(png.read_bytes()).get("andrea:colours", "{}")).items():
+            if "norm" in label or "LN" in label:  # the arms compared across chapters
+                seen[_arm(label)].add(colour)
+    assert seen, "no named norm arms found in the figures"
+    mixed = {arm: sorted(c) for arm, c in seen.items() if len(c) > 1}
+    assert mixed == {}, f"arms drawn in different colours in different figures: {mixed}"
