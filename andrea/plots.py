@@ -514,16 +514,14 @@ def loss_bands_figure(
                     if r.get("diverged"):
                         fin = [v for v in r["loss"] if v is not None]
                         ax.plot(len(r["loss"]), fin[-1] if fin else (ylim[1] if ylim else 0), "x", color=c, ms=9, mew=2)
-        if hline:
-            ax.axhline(hline[0], color="#666666", ls=":", lw=1.2)
+        if hline:  # named in the legend, where no curve covers it
+            ax.axhline(hline[0], color="#666666", ls=":", lw=1.2, label=hline[1])
         ax.set_title(fmt(facet, fv), fontsize=10)
         ax.set_xlabel("optimizer step")
         if ylim:
             ax.set_ylim(*ylim)
     for row in grid:
         row[0].set_ylabel(f"training loss\n(nats/byte, {smooth}-step mean)")
-    if hline:
-        axes[0][0].text(0, hline[0], f" {hline[1]}", va="bottom", fontsize=9, color="#444444")
     handles, names = [], []
     for ax in axes[0]:
         for h, n in zip(*ax.get_legend_handles_labels()):
