@@ -851,14 +851,14 @@ def main(argv=None) -> int:
         "names",
         nargs="*",
         help="grids to run (default: every grid not current, and the explorer's "
-        f"shipped measurements); any of {sorted(GRIDS) + ['explorer']}",
+        f"shipped measurements, and the trained model); any of {sorted(GRIDS) + ['explorer', 'trained']}",
     )
     p.add_argument("--list", action="store_true", help="list the grids and their status, run nothing")
     p.add_argument("--force", action="store_true", help="run even grids whose results are current")
     p.add_argument("--workers", type=int, help="runs at a time (default: 2, or $ANDREA_WORKERS)")
     a = p.parse_args(argv)
     try:
-        names = [n for n in a.names if n != "explorer"] if a.names else sorted(GRIDS)
+        names = [n for n in a.names if n not in ("explorer", "trained")] if a.names else sorted(GRIDS)
         for n in names:
             grid(n)
         if a.workers is not None and a.workers < 1:
@@ -888,6 +888,19 @@ def main(argv=None) -> int:
         print(
             f"{n}: {len(grid(n).cells)} runs stored in {store.path(n)} ({time.perf_counter() - t1:.0f} s)", flush=True
         )
+    if not a.names or "trained" in a.names:
+        from .trained import model as trained
+
+        if a.force or trained.status() != "current":
+            t1 = time.perf_counter()
+            blob = trained.retrain()
+            took = time.perf_counter() - t1
+            print(
+                f"trained: {blob['tokens_seen']:,} tokens at {blob['tokens_per_s']:,.0f} tokens/s, validation loss "
+                f"{blob['history']['val_loss'][-1]:.3f} nats; stored in {trained.RESULTS} ({took:.0f} s)"
+            )
+        else:
+            print("trained: current, skipped")
     if not a.names or "explorer" in a.names:
         from . import explorer
 

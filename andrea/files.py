@@ -143,11 +143,11 @@ def code_hash(source: str) -> str:
 
 
 def source_hash(modules: Iterable[str]) -> str:
-    """Combined ``code_hash`` of ``andrea`` modules given by name (e.g. ``["model", "train"]``)."""
+    """Combined ``code_hash`` of ``andrea`` modules given by name (e.g. ``["model", "trained.corpus"]``)."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for name in sorted(modules):
         h.update(name.encode())
-        h.update(code_hash((here / f"{name}.py").read_text(encoding="utf-8")).encode())
+        h.update(code_hash((here / (name.replace(".", "/") + ".py")).read_text(encoding="utf-8")).encode())
     h.update(f"py{sys.version_info.major}".encode())
     return h.hexdigest()[:16]

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -30,6 +31,20 @@ def _mlp_share(c):
 def _flops(c, T):
     d, h, V = c.d_model, c.mlp_dim or 4 * c.d_model, c.vocab_size
     return 3 * (c.n_layer * (2 * (4 * d * d + 2 * d * h) + 4 * T * d) + 2 * d * V)
+
+
+def _lens(model, stream, final_norm=True):
+    x = model.final_norm(stream) if final_norm else stream
+    return (x @ model.token_embedding.weight.T).argmax(-1)
+
+
+def _induction(attn, L, shift=1):
+    t = torch.arange(L, 2 * L)
+    return float(attn[t, t - L + shift].mean())
+
+
+def _control(ids, k, seed):
+    return np.random.default_rng(seed).integers(0, k, int(ids.max()) + 1)[ids]
 
 
 CASES = [
@@ -79,6 +94,9 @@ CASES = [
         lambda m: {n for n, _ in m.named_parameters() if ".ls_" in n or "embedding" in n},
         lambda m: {n for n, _ in m.named_parameters()},
     ),
+    (X.check_logit_lens, _lens, lambda m, s: _lens(m, s, final_norm=False)),  # skips the final LayerNorm
+    (X.check_induction_score, _induction, lambda a, L: _induction(a, L, shift=0)),  # the copy itself
+    (X.check_control_task, _control, lambda ids, k, seed: np.random.default_rng(seed).integers(0, k, len(ids))),
 ]
 
 

@@ -276,7 +276,7 @@ def test_exercises_are_numbered_with_folded_solutions(browser, server, site):
     """Every chapter shows at least three numbered exercises; each solution starts folded and opens
     when the reader clicks it."""
     chapters = sorted(site.glob("book/0*.html"))
-    assert len(chapters) == 7
+    assert len(chapters) == 8
     for page in chapters:
         html = page.read_text()
         n_ex = len(re.findall(r'<div class="exercise[^"]*admonition[^"]*"', html))
@@ -367,6 +367,7 @@ def test_the_block_is_drawn_in_the_introduction_and_at_the_top_of_the_chapters(s
         "05_gelu",
         "06_stack",
         "07_layerscale",
+        "08_trained",
     ):
         assert "class='andrea-diagram'" in (site / f"book/{name}.html").read_text(), name
 

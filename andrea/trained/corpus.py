@@ -1,0 +1,148 @@
+"""The trained model's text: Python's full manuals, as Debian's ``python3.11-doc`` ships them.
+
+The package installs the reStructuredText sources of the documentation of Python 3.11 (the
+tutorial, the library and language references, the HOWTOs, the FAQ, the C API, "What's new") under
+``/usr/share/doc/python3.11/html/_sources``: 12 MB of English with Python in it, licensed under the
+PSF License (``/usr/share/doc/python3.11-doc/copyright``). The book's own corpus (``andrea.data``,
+2 MB) is too small to train twelve blocks without memorising it.
+
+The held-out split is by *file*: a file whose path hashes to 0 modulo 10 is validation, so no page
+of the validation text was seen in training, not even in part. Each file keeps its manual (its top
+folder), which the probes use as a label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..data import TokenData, get_tokenizer
+from ..files import cache_dir, read_cached, source_hash, write_cached
+
+DOCS_ROOT = Path("/usr/share/doc/python3.11/html/_sources")
+PACKAGE = "python3.11-doc"
+INSTALL_HINT = f"install Debian's {PACKAGE} (sudo apt-get install {PACKAGE}), or set ANDREA_DOCS to its _sources folder"
+# The manuals, by top folder; the small folders are grouped with their nearest kind.
+MANUALS = {
+    "library": "library",
+    "c-api": "c-api",
+    "extending": "c-api",
+    "reference": "reference",
+    "tutorial": "guides",
+    "howto": "guides",
+    "faq": "guides",
+    "using": "guides",
+    "whatsnew": "whatsnew",
+}
+SKIP = {"whatsnew/changelog.rst.txt", "contents.rst.txt", "copyright.rst.txt", "license.rst.txt"}
+VAL_MODULUS = 10
+
+
+@dataclass(frozen=True)
+class Doc:
+    path: str  # relative to the docs root, e.g. "library/functions.rst.txt"
+    manual: str  # one of MANUALS' values
+    text: str
+
+    @property
+    def held_out(self) -> bool:
+        return is_held_out(self.path)
+
+
+def is_held_out(path: str) -> bool:
+    """Validation file or not: by the file's path alone, so the split never depends on the order."""
+    return int(hashlib.sha256(path.encode("utf-8")).hexdigest(), 16) % VAL_MODULUS == 0
+
+
+def docs_root() -> Path:
+    root = Path(os.environ.get("ANDREA_DOCS") or DOCS_ROOT)
+    if not root.is_dir():
+        raise FileNotFoundError(f"Python's manuals are not at {str(root)!r}: {INSTALL_HINT}")
+    return root
+
+
+def available() -> bool:
+    try:
+        docs_root()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def manual_docs() -> list[Doc]:
+    """Every file of the manuals that belongs to one of ``MANUALS``, sorted by path."""
+    root = docs_root()
+    docs = []
+    for p in sorted(root.rglob("*.rst.txt")):
+        rel = p.relative_to(root).as_posix()
+        manual = MANUALS.get(rel.split("/")[0]) if "/" in rel else None
+        if manual is None or rel in SKIP:
+            continue
+        text = p.read_text(encoding="utf-8").strip()
+        if len(text) > 200:
+            docs.append(Doc(rel, manual, text))
+    if len(docs) < 100:
+        raise ValueError(f"found only {len(docs)} manual pages under {str(root)!r}; is {PACKAGE} complete?")
+    return docs
+
+
+def _code() -> str:
+    return source_hash(["data", "trained.corpus"])
+
+
+def corpus_digest(docs: list[Doc]) -> str:
+    h = hashlib.sha256()
+    for d in docs:
+        h.update(d.path.encode() + b"\0" + d.text.encode("utf-8") + b"\0")
+    return h.hexdigest()[:16]
+
+
+def token_data(docs: list[Doc] | None = None) -> TokenData:
+    """The manuals as the book's 8449-token BPE ids: training files, then the held-out files.
+
+    Each file ends with the tokenizer's end-of-text token. Cached (checksummed) by the corpus's
+    digest. ``TokenData.digest`` names the corpus.
+    """
+    docs = manual_docs() if docs is None else docs
+    tok = get_tokenizer("bpe")
+    digest = corpus_digest(docs)
+    path = cache_dir() / f"manuals-ids-{tok.vocab_size}-{digest}.npz"
+    cached = read_cached(path, _code())
+    if cached is not None:
+        z = np.load(io.BytesIO(cached), allow_pickle=False)
+        train, val = z["train"], z["val"]
+    else:
+        parts: dict[bool, list[np.ndarray]] = {False: [], True: []}
+        encoded = tok.encode_batch([d.text for d in docs])
+        for d, ids in zip(docs, encoded):
+            parts[d.held_out].append(np.asarray(ids + [tok.eot_id], dtype=np.int64))
+        train, val = np.concatenate(parts[False]), np.concatenate(parts[True])
+        buf = io.BytesIO()
+        np.savez(buf, train=train, val=val)
+        write_cached(path, buf.getvalue(), _code())
+    return TokenData(
+        train=torch.from_numpy(train.astype(np.int64)),
+        val=torch.from_numpy(val.astype(np.int64)),
+        vocab_size=tok.vocab_size,
+        tokenizer=tok,
+        digest=digest,
+    )
+
+
+def describe(docs: list[Doc]) -> dict:
+    """Files, characters and manuals of each split."""
+    out: dict = {}
+    for split, held in (("train", False), ("val", True)):
+        part = [d for d in docs if d.held_out == held]
+        out[split] = {
+            "files": len(part),
+            "characters": sum(len(d.text) for d in part),
+            "manuals": {m: sum(d.manual == m for d in part) for m in sorted(set(MANUALS.values()))},
+        }
+    return out

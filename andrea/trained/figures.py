@@ -1,0 +1,153 @@
+"""The trained-model chapter's figures: every panel draws the trained model beside the untrained one."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..plots import PALETTE, REFERENCE_GREY, _styled, provenance
+from .probes import BANDS, CALIBRATIONS, TASKS
+
+TRAINED = PALETTE[0]
+UNTRAINED = REFERENCE_GREY
+BAND_SHADES = {"early": "#f2f2f2", "middle": "#ffffff", "late": "#f2f2f2"}
+
+
+def _shade_bands(ax) -> None:
+    """Grey columns behind the early (blocks 1-3) and late (9-12) bands; the captions name them."""
+    for name, bs in BANDS.items():
+        ax.axvspan(min(bs) - 0.5, max(bs) + 0.5, color=BAND_SHADES[name], zorder=0, lw=0)
+
+
+@_styled
+def training_figure(log: dict, seed: Optional[int] = 0):
+    """Training loss (50-step mean) and validation loss against tokens seen, with the unigram and
+    bigram baselines on the validation split."""
+    h = log["history"]
+    per_step = log["train_config"]["batch_size"] * log["train_config"]["seq_len"]
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    loss = np.array(h["loss"])
+    k = 50
+    sm = np.convolve(loss, np.ones(k) / k, mode="valid")
+    steps = np.array(h["step"][k - 1 :])
+    ax.plot(steps * per_step / 1e6, sm, color=TRAINED, lw=1.6, label="training loss (50-step mean)")
+    ax.plot(np.array(h["val_step"]) * per_step / 1e6, h["val_loss"], "o", ms=3.5, color=PALETTE[3],
+            label="validation loss (held-out files)")  # fmt: skip
+    b = log["baselines"]
+    ax.axhline(b["unigram_ce"], color=UNTRAINED, ls="--", lw=1.2, label="unigram baseline")
+    ax.axhline(b["bigram_ce"], color=UNTRAINED, ls=":", lw=1.4, label="bigram baseline")
+    ax.set_xlabel("tokens seen (millions)")
+    ax.set_ylabel("cross-entropy (nats/token)")
+    ax.set_ylim(2.0, max(8.0, b["unigram_ce"] + 0.5))
+    ax.legend(fontsize=8, loc="upper right")
+    provenance(fig, "cpu", seed, "trained ANDREA")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+@_styled
+def pair_figure(panels: Sequence[dict], ncols: int = 2, seed: Optional[int] = 0, width: float = 4.6):
+    """Panels of ``{"title", "xlabel", "ylabel", "x", "trained", "untrained", "logy"?, "bands"?}``,
+    each with the trained model's line and the untrained model's."""
+    n = len(panels)
+    rows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(rows, ncols, figsize=(width * ncols, 3.3 * rows), squeeze=False)
+    for ax, p in zip(axes.ravel(), panels):
+        if p.get("bands"):
+            _shade_bands(ax)
+        ax.plot(p["x"], p["trained"], "o-", ms=3.5, lw=1.8, color=TRAINED, label="trained")
+        ax.plot(p["x"], p["untrained"], "s--", ms=3.5, lw=1.4, color=UNTRAINED, label="untrained")
+        if p.get("logy"):
+            ax.set_yscale("log")
+        if p.get("hline") is not None:
+            ax.axhline(p["hline"][0], color="#444444", lw=0.9, ls=":", label=p["hline"][1])
+        ax.set_title(p["title"], fontsize=10)
+        ax.set_xlabel(p["xlabel"])
+        ax.set_ylabel(p["ylabel"])
+        ax.legend(fontsize=8)
+    for ax in axes.ravel()[n:]:
+        ax.remove()
+    provenance(fig, "cpu", seed, "trained ANDREA")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+@_styled
+def heads_figure(trained: dict, untrained: dict, seed: Optional[int] = 0):
+    """Every head as a point: previous-token score against induction score, trained and untrained;
+    right, the loss on the first and the second copy of the repeated sequence."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.2, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
+    for r, c, m, name in ((untrained, UNTRAINED, "s", "untrained"), (trained, TRAINED, "o", "trained")):
+        ax.scatter(r["previous_token"].ravel(), r["induction"].ravel(), s=18, color=c, marker=m, label=name)
+    ax.set_xlabel("previous-token score (attention to t - 1)")
+    ax.set_ylabel("induction score\n(attention to the token after\nthe earlier copy)")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title("each of the 72 heads", fontsize=10)
+    x = np.arange(2)
+    bx.bar(x - 0.18, [untrained["loss_first"], untrained["loss_second"]], 0.36, color=UNTRAINED, label="untrained")
+    bx.bar(x + 0.18, [trained["loss_first"], trained["loss_second"]], 0.36, color=TRAINED, label="trained")
+    bx.set_xticks(x, ["first copy", "second copy"])
+    bx.set_ylabel("loss (nats/token)")
+    bx.set_title("loss on the random sequence", fontsize=10)
+    bx.legend(fontsize=8)
+    provenance(fig, "cpu", seed, "trained ANDREA")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+@_styled
+def mlp_figure(trained: dict, untrained: dict, window: float = 3.0, seed: Optional[int] = 0):
+    """The MLP pre-activations of all blocks as a histogram (the |x| < 3 window shaded), and per
+    block the fraction of activations near zero."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.2, 3.6))
+    centres = (trained["bins"][1:] + trained["bins"][:-1]) / 2
+    ax.axvspan(-window, window, color="#f2f2f2", lw=0, zorder=0)
+    ax.plot(centres, trained["histogram"], color=TRAINED, lw=1.8, label="trained")
+    ax.plot(centres, untrained["histogram"], color=UNTRAINED, lw=1.4, ls="--", label="untrained")
+    ax.set_yscale("log")
+    ax.set_xlabel("MLP pre-activation x (shaded: |x| < 3)")
+    ax.set_ylabel("fraction of values per bin")
+    ax.legend(fontsize=8)
+    ax.set_title("where GELU's inputs lie", fontsize=10)
+    blocks = np.arange(1, len(trained["near_zero"]) + 1)
+    bx.plot(blocks, trained["near_zero"], "o-", ms=3.5, color=TRAINED, label="trained")
+    bx.plot(blocks, untrained["near_zero"], "s--", ms=3.5, color=UNTRAINED, label="untrained")
+    bx.set_xlabel("block")
+    bx.set_ylabel("fraction with |GELU(x)| < 0.05")
+    bx.set_ylim(0, 1)
+    bx.legend(fontsize=8)
+    bx.set_title("activations that are off", fontsize=10)
+    provenance(fig, "cpu", seed, "trained ANDREA")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+@_styled
+def probes_figure(results: dict, seed: Optional[int] = 0):
+    """One panel per probing task: selectivity (accuracy on the task minus on its control task) at
+    every boundary, the trained model and the untrained one, the band the source predicts named in
+    the title; the seeds' range as a band around each line."""
+    fig, axes = plt.subplots(2, 3, figsize=(12.6, 6.6), squeeze=False)
+    x = np.arange(13)
+    for ax, task in zip(axes.ravel(), TASKS):
+        _shade_bands(ax)
+        for name, c, m, ls in (("untrained", UNTRAINED, "s", "--"), ("trained", TRAINED, "o", "-")):
+            sel = results[task.name][name]["task"] - results[task.name][name]["control"]
+            ax.fill_between(x, sel.min(0), sel.max(0), color=c, alpha=0.25, lw=0)
+            ax.plot(x, sel.mean(0), marker=m, ms=3.5, ls=ls, color=c, lw=1.6, label=name)
+        ax.axhline(0, color="#444444", lw=0.8)
+        kind = "calibration, " if task.name in CALIBRATIONS.values() else "predicted: "
+        ax.set_title(f"{task.name} ({kind}{task.band})", fontsize=10)
+        ax.set_xlabel("boundary (0: embeddings)")
+        ax.set_ylabel("selectivity")
+    axes[0][0].legend(fontsize=8, loc="best")
+    for ax in axes.ravel()[len(TASKS) :]:
+        ax.remove()
+    n = results[TASKS[0].name]["trained"]["task"].shape[0]
+    provenance(fig, "cpu", seed, f"trained ANDREA, {n} probe seeds")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig

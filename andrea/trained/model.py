@@ -1,0 +1,238 @@
+"""The trained ANDREA that ships with the book: its settings, its training, its weights.
+
+    python -m andrea.trained.model            # retrain (about 45 minutes on 2 CPU cores), then export
+
+Twelve blocks of ANDREA-120M's design (pre-norm, GELU, GPT-2 initialisation, tied head, the book's
+8449-token BPE), narrowed to width 192 and context 256 so that it trains on a 2-core CPU, on
+Python's manuals (``corpus``). The export, in ``andrea/results/trained/``:
+
+* ``model.safetensors``: the weights in float16 (14 MB; the model computes in float32);
+* ``trained.json``: the configs, the corpus, the training log (loss, validation loss, tokens per
+  second), the unigram and bigram baselines, and the weights' SHA-256;
+* ``eval.npz``: held-out windows of the manuals and of the standard library's code, with the labels
+  the probes use (``probes.make_eval_set``).
+
+``make test`` re-runs the first steps from scratch and compares them with the log
+(``first_steps_match``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from ..config import ANDREA_120M, AndreaConfig
+from ..files import atomic_write_bytes, atomic_write_text
+from ..model import Andrea
+from ..train import TrainConfig, train
+from . import corpus, probes
+
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "trained"
+WEIGHTS = RESULTS / "model.safetensors"
+LOG = RESULTS / "trained.json"
+EVAL = RESULTS / "eval.npz"
+CONFIG = replace(ANDREA_120M, d_model=192, n_head=6, n_layer=12, context_length=256)
+TRAIN = TrainConfig(
+    steps=2400,
+    batch_size=16,
+    seq_len=256,
+    lr=2e-3,
+    warmup=100,
+    min_lr_ratio=0.1,
+    weight_decay=0.1,
+    eval_every=100,
+    eval_batches=8,
+    seed=0,
+)
+FIRST_STEPS = 5
+FIRST_STEPS_TOLERANCE = 0.005  # nats: another CPU's kernels (the results store's early_loss)
+
+
+class NotShipped(FileNotFoundError):
+    pass
+
+
+def key() -> str:
+    """What decides the trained weights: the training code (the results store's modules), the two
+    configs and the corpus's file list and split. A log with another key is stale."""
+    from ..files import source_hash
+    from ..store import CODE_MODULES
+
+    spec = json.dumps([CONFIG.to_dict(), asdict(TRAIN), corpus.VAL_MODULUS, sorted(corpus.MANUALS.items())])
+    return f"{source_hash(CODE_MODULES)}-{hashlib.sha256(spec.encode()).hexdigest()[:16]}"
+
+
+def status() -> str:
+    """ "current", "missing" or "stale" (the log's key is not this code's)."""
+    if not LOG.is_file() or not WEIGHTS.is_file():
+        return "missing"
+    return "current" if log().get("key") == key() else "stale"
+
+
+def baselines(data) -> dict:
+    """Cross-entropy (nats/token) on the validation split of a unigram and a bigram model counted on
+    the training split. The bigram is interpolated with the unigram (weight 0.9 on the bigram where
+    the previous token was seen), so that unseen pairs do not score infinity."""
+    v = data.vocab_size
+    tr, va = data.train.numpy(), data.val.numpy()
+    uni = np.bincount(tr, minlength=v).astype(np.float64) + 1.0
+    uni /= uni.sum()
+    pair = np.bincount(tr[:-1] * v + tr[1:], minlength=v * v).reshape(v, v).astype(np.float64)
+    row = pair.sum(1, keepdims=True)
+    lam = np.where(row > 0, 0.9, 0.0)
+    big = lam * pair / np.maximum(row, 1) + (1 - lam) * uni[None, :]
+    uni_ce = float(-np.log(uni[va]).mean())
+    big_ce = float(-np.log(big[va[:-1], va[1:]]).mean())
+    return {"unigram_ce": uni_ce, "bigram_ce": big_ce}
+
+
+def export(model: Andrea, path: Optional[Path] = None) -> str:
+    """Write the weights as float16 safetensors (atomically); returns their SHA-256."""
+    from safetensors.torch import save
+
+    state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
+    state.pop("lm_head.weight", None)  # tied to the token embedding
+    blob = save(state, metadata={"config": json.dumps(model.config.to_dict())})
+    atomic_write_bytes(path or WEIGHTS, blob)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def log() -> dict:
+    if not LOG.is_file():
+        raise NotShipped(f"no trained model's log at {str(LOG)!r}: run `make experiments` to train it")
+    return json.loads(LOG.read_text(encoding="utf-8"))
+
+
+def load(path: Optional[Path] = None) -> Andrea:
+    """The shipped trained model in float32, eval mode. Its SHA-256 is checked against the log."""
+    from safetensors.torch import load as st_load
+
+    path = Path(path or WEIGHTS)
+    if not path.is_file():
+        raise NotShipped(f"no trained weights at {str(path)!r}: run `make experiments` to train them")
+    blob = path.read_bytes()
+    want = log()["weights_sha256"]
+    got = hashlib.sha256(blob).hexdigest()
+    if got != want:
+        raise ValueError(f"{str(path)!r} has SHA-256 {got[:12]}…, the log says {want[:12]}…: the file was altered")
+    cfg = AndreaConfig(**log()["model_config"])
+    model = Andrea(cfg)
+    state = {k: v.float() for k, v in st_load(blob).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or [m for m in missing if m != "lm_head.weight"]:
+        raise ValueError(f"{str(path)!r} does not fit {cfg}: missing {missing}, unexpected {unexpected}")
+    return model.eval()
+
+
+def eval_set() -> dict:
+    """The shipped held-out windows and the probes' labels (``probes.make_eval_set``)."""
+    return probes.load_eval_set(EVAL)
+
+
+def write_eval_set() -> Path:
+    """(Re)make the evaluation set from the manuals and the standard library (needs the corpus)."""
+    from ..data import get_tokenizer
+
+    probes.save_eval_set(probes.make_eval_set(corpus.manual_docs(), get_tokenizer("bpe")), EVAL)
+    return EVAL
+
+
+def untrained() -> Andrea:
+    """The same model at initialisation (the training run's seed): the control of every measurement."""
+    torch.manual_seed(TRAIN.seed)
+    return Andrea(AndreaConfig(**log()["model_config"])).eval()
+
+
+def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict:
+    """Train (resuming from ``out_dir`` when a run was interrupted), export, write the log."""
+    docs = corpus.manual_docs()
+    data = corpus.token_data(docs)
+    out_dir = Path(out_dir)
+    resume = (out_dir / "last.pt").is_file()
+    t0 = time.perf_counter()
+    result = train(CONFIG, TRAIN, data, device="cpu", out_dir=out_dir, resume=resume, progress=progress)
+    seconds = time.perf_counter() - t0
+    if result.interrupted or result.diverged:
+        raise RuntimeError(f"training stopped early (interrupted={result.interrupted}, diverged={result.diverged})")
+    model = result.model.eval()
+    sha = export(model)
+    write_eval_set()
+    h = result.history
+    blob = {
+        "key": key(),
+        "model_config": CONFIG.to_dict(),
+        "train_config": asdict(TRAIN),
+        "corpus": {
+            "name": "Python 3.11's manuals (reStructuredText sources)",
+            "package": f"Debian {corpus.PACKAGE}",
+            "license": "PSF License (see /usr/share/doc/python3.11-doc/copyright)",
+            "digest": data.digest,
+            "tokens": {"train": len(data.train), "val": len(data.val)},
+            **corpus.describe(docs),
+        },
+        "tokens_seen": TRAIN.steps * TRAIN.batch_size * TRAIN.seq_len,
+        "seconds": seconds if not resume else None,
+        "tokens_per_s": result.tokens_per_s,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "history": {k: h[k] for k in ("step", "loss", "lr", "grad_norm", "val_step", "val_loss")},
+        "baselines": baselines(data),
+        "weights_sha256": sha,
+        "weights_dtype": "float16",
+    }
+    atomic_write_text(LOG, json.dumps(blob, indent=1) + "\n")
+    return blob
+
+
+class OtherCorpus(ValueError):
+    """The installed manuals are not the text the shipped model was trained on."""
+
+
+def first_steps(n: int = FIRST_STEPS) -> list[float]:
+    """The first ``n`` training losses, re-run from scratch (needs the corpus, the same text)."""
+    data = corpus.token_data()
+    want = log()["corpus"]["digest"]
+    if data.digest != want:
+        raise OtherCorpus(
+            f"the installed manuals have digest {data.digest}, the shipped model was trained on {want}: "
+            f"another version of {corpus.PACKAGE}, so its first steps cannot be compared"
+        )
+    r = train(CONFIG, replace(TRAIN, steps=n, eval_every=n), data, device="cpu", progress=False)
+    return r.history["loss"]
+
+
+def first_steps_match(n: int = FIRST_STEPS) -> tuple[bool, list[float], list[float]]:
+    fresh, logged = first_steps(n), log()["history"]["loss"][:n]
+    ok = len(fresh) == len(logged) and all(abs(a - b) <= FIRST_STEPS_TOLERANCE for a, b in zip(fresh, logged))
+    return ok, fresh, logged
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m andrea.trained.model", description=__doc__.split("\n")[0])
+    ap.add_argument("--eval-set", action="store_true", help="only (re)make eval.npz, do not train")
+    args = ap.parse_args(argv)
+    if args.eval_set:
+        print(f"wrote {write_eval_set()}")
+        return 0
+    blob = retrain()
+    h = blob["history"]
+    print(
+        f"trained in {blob['seconds'] or float('nan'):.0f} s, {blob['tokens_per_s']:.0f} tokens/s; "
+        f"validation loss {h['val_loss'][-1]:.3f} (unigram {blob['baselines']['unigram_ce']:.3f}, "
+        f"bigram {blob['baselines']['bigram_ce']:.3f}) -> {WEIGHTS}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

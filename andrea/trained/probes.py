@@ -1,0 +1,449 @@
+"""Linear probes at every boundary of the residual stream, with control tasks.
+
+Chapter 6's source says early blocks (1-3) carry syntax and position, middle blocks (4-8) the
+relations between words and phrase boundaries, late blocks (9-12) meaning. A probe is a linear
+classifier trained to read a label from the stream at one boundary; its accuracy on held-out text
+says how linearly available the label is there. Two controls keep it honest:
+
+* the *control task* (Hewitt & Liang 2019): each token id gets a random label, drawn from the
+  task's own label frequencies. A probe that scores well on it has memorised token identities, not
+  read the property. *Selectivity* = accuracy on the task - accuracy on its control task;
+* the *untrained model*: the same architecture at initialisation. Random features can be probed
+  too; what training adds is the difference.
+
+The probe is ridge regression onto one-hot labels (a linear classifier, solved exactly in float64:
+no optimiser, no learning rate, the same answer on every CPU). A *probe seed* draws the probe's
+training tokens and the control task's labels; the verdict is over probe seeds of one trained model.
+
+The tasks and where the source puts them (``TASKS``):
+
+* position (early): which eighth of the 256-token window a token sits in;
+* syntax (early): the Python token type (``tokenize``: name, keyword, operator, string, number,
+  comment) of a token of standard-library code;
+* phrase structure (middle): how many brackets are open around a token of that code (0, 1, 2+);
+* meaning (late): which manual a passage of prose comes from (library, C API, guides);
+* two calibrations, with known answers: the category (word start, word continuation,
+  punctuation, digit, white space) of the *current* token, which its embedding holds (early), and
+  of the *next* token, which the stack computes at its top (late; the logit lens shows it). A task
+  is decided only in a band whose calibration the rule places there.
+"""
+
+from __future__ import annotations
+
+import io
+import keyword
+import sysconfig
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..probe import capture_residual_stream
+
+WINDOW = 256
+BANDS = {"early": (1, 2, 3), "middle": (4, 5, 6, 7, 8), "late": (9, 10, 11, 12)}
+MANUALS = ("library", "c-api", "guides")
+CODE_TYPES = ("name", "keyword", "operator", "string", "number", "comment")
+PROSE_TYPES = ("word start", "word continuation", "punctuation", "digit", "white space")
+# The standard-library modules whose code the syntax probes read (none of it is in the manuals).
+CODE_MODULES = (
+    "argparse", "ast", "base64", "bisect", "calendar", "cmd", "code", "colorsys", "configparser",
+    "contextlib", "copy", "csv", "dataclasses", "datetime", "difflib", "dis", "enum", "fnmatch",
+    "fractions", "ftplib", "functools", "getopt", "gettext", "glob", "gzip", "heapq", "hmac",
+    "imaplib", "inspect", "ipaddress", "locale", "mailbox", "netrc", "numbers", "operator",
+    "optparse", "pathlib", "pickle", "pprint", "queue", "random", "secrets", "shlex", "shutil",
+    "smtplib", "statistics", "string", "tarfile", "textwrap", "threading", "timeit", "tokenize",
+    "trace", "typing", "uuid", "wave", "weakref", "zipfile",
+)  # fmt: skip
+N_PROBE_TRAIN = 3000
+N_PROBE_TEST = 4000
+PROBE_SEEDS = 5
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    band: str  # where the source puts it
+    text: str  # "prose" or "code"
+    classes: tuple
+
+
+TASKS = (
+    Task("position", "early", "prose", tuple(f"{32 * i}-{32 * i + 31}" for i in range(8))),
+    Task("syntax", "early", "code", CODE_TYPES),
+    Task("phrase structure", "middle", "code", ("0 open", "1 open", "2+ open")),
+    Task("meaning", "late", "prose", MANUALS),
+    Task("current token", "early", "prose", PROSE_TYPES),
+    Task("next token", "late", "prose", PROSE_TYPES),
+)
+# Known answers: the current token's category is in its embedding (early); the next token's is what
+# the stack computes at its top (late). A band whose calibration the rule cannot place there cannot
+# place anything there.
+CALIBRATIONS = {"early": "current token", "late": "next token"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The evaluation set (made once, at training time, and shipped)
+# ---------------------------------------------------------------------------------------------
+def prose_category(piece: str) -> int:
+    """PROSE_TYPES index of a decoded token."""
+    if not piece.strip():
+        return 4
+    s = piece.lstrip(" ")
+    if s and s[0].isdigit():
+        return 3
+    if s and (s[0].isalpha() or s[0] == "_"):
+        return 0 if piece.startswith(" ") or piece.startswith("\n") else 1
+    return 2
+
+
+def _code_labels(src: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per character of ``src``: the CODE_TYPES index (-1: none) and the open-bracket depth."""
+    n = len(src)
+    kind = np.full(n, -1, dtype=np.int8)
+    depth = np.zeros(n, dtype=np.int8)
+    lines = src.splitlines(keepends=True)
+    starts = np.cumsum([0] + [len(s) for s in lines])
+    level = 0
+    last = 0
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        (r0, c0), (r1, c1) = tok.start, tok.end
+        if r0 - 1 >= len(lines):
+            break
+        a, b = starts[r0 - 1] + c0, starts[r1 - 1] + c1
+        depth[last:a] = min(level, 2)
+        if tok.type == tokenize.NAME:
+            k = 1 if keyword.iskeyword(tok.string) else 0
+        elif tok.type == tokenize.OP:
+            k = 2
+        elif tok.type == tokenize.STRING:
+            k = 3
+        elif tok.type == tokenize.NUMBER:
+            k = 4
+        elif tok.type == tokenize.COMMENT:
+            k = 5
+        else:
+            k = -1
+        kind[a:b] = k
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth[a:b] = min(level, 2)
+            level += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            level = max(0, level - 1)
+            depth[a:b] = min(level, 2)
+        else:
+            depth[a:b] = min(level, 2)
+        last = b
+    return kind, depth
+
+
+def _first_visible(src: str, a: int, b: int) -> int:
+    """The first non-space character of ``src[a:b]`` (-1: none)."""
+    for i in range(a, min(b, len(src))):
+        if not src[i].isspace():
+            return i
+    return -1
+
+
+def make_eval_set(docs, tokenizer, windows_per_file: int = 4) -> dict:
+    """Held-out prose windows (with manual and token-category labels) and standard-library code
+    windows (with token-type and bracket-depth labels). Files alternate between the probes'
+    training and test halves, so a probe is tested on files it never saw."""
+    tok = tokenizer._tok  # the Hugging Face tokenizer, for character offsets
+    prose, manual, half = [], [], []
+    pfile: list[int] = []
+    count: dict = {}
+    for d in docs:
+        if not d.held_out or d.manual not in MANUALS:
+            continue
+        ids = tokenizer.encode(d.text)
+        k = count.get(d.manual, 0)
+        count[d.manual] = k + 1
+        for w in range(min(windows_per_file, len(ids) // WINDOW)):
+            prose.append(ids[w * WINDOW : (w + 1) * WINDOW])
+            manual.append(MANUALS.index(d.manual))
+            half.append(k % 2)
+            pfile.append(len(pfile) and pfile[-1] + (w == 0) or 0)
+    code, ckind, cdepth, chalf, cfile = [], [], [], [], []
+    root = Path(sysconfig.get_paths()["stdlib"])
+    for j, name in enumerate(CODE_MODULES):
+        src = (root / f"{name}.py").read_text(encoding="utf-8")
+        kind, depth = _code_labels(src)
+        enc = tok.encode(src)
+        ids, offs = enc.ids, enc.offsets
+        for w in range(min(2, len(ids) // WINDOW)):
+            sl = slice((w + 1) * WINDOW, (w + 2) * WINDOW)  # skip the module's opening docstring
+            if len(ids[sl]) < WINDOW:
+                break
+            code.append(ids[sl])
+            first = [_first_visible(src, a, b) for a, b in offs[sl]]  # " def": the d, not the space
+            ckind.append([kind[a] if a >= 0 else -1 for a in first])
+            cdepth.append([depth[a] if a >= 0 else 0 for a in first])
+            chalf.append(j % 2)
+            cfile.append(j)
+    prose_a = np.array(prose, dtype=np.int64)
+    cat = np.vectorize(lambda i: prose_category(tokenizer.decode([int(i)])))(np.arange(tokenizer.vocab_size))
+    return {
+        "prose_ids": prose_a.astype(np.uint16),
+        "prose_manual": np.array(manual, dtype=np.int8),
+        "prose_half": np.array(half, dtype=np.int8),
+        "prose_file": np.array(pfile, dtype=np.int32),
+        "code_file": np.array(cfile, dtype=np.int32),
+        "token_category": cat.astype(np.int8),
+        "code_ids": np.array(code, dtype=np.uint16),
+        "code_type": np.array(ckind, dtype=np.int8),
+        "code_depth": np.array(cdepth, dtype=np.int8),
+        "code_half": np.array(chalf, dtype=np.int8),
+    }
+
+
+def save_eval_set(es: dict, path: Path) -> None:
+    from ..files import atomic_write_bytes
+
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **es)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def load_eval_set(path: Path) -> dict:
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no evaluation set at {str(path)!r}: run `make experiments`")
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels, features, probes
+# ---------------------------------------------------------------------------------------------
+def task_data(task: Task, es: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(ids (n_windows, T), labels (n_windows, T) with -1 where a token has none, the file of each
+    window (n_windows,), the stratum of each window for the file split: its manual, or 0)."""
+    if task.text == "prose":
+        ids = es["prose_ids"].astype(np.int64)
+        n, T = ids.shape
+        if task.name == "position":
+            lab = np.broadcast_to(np.arange(T) // (T // 8), (n, T)).copy()
+        elif task.name == "meaning":
+            lab = np.repeat(es["prose_manual"].astype(np.int64)[:, None], T, 1)
+        elif task.name == "next token":
+            cat = es["token_category"].astype(np.int64)
+            lab = np.full((n, T), -1)
+            lab[:, :-1] = cat[ids[:, 1:]]
+        elif task.name == "current token":
+            lab = es["token_category"].astype(np.int64)[ids]
+        else:
+            raise ValueError(f"unknown prose task {task.name!r}")
+        return ids, lab, es["prose_file"], es["prose_manual"]
+    ids = es["code_ids"].astype(np.int64)
+    if task.name == "syntax":
+        lab = es["code_type"].astype(np.int64)
+    elif task.name == "phrase structure":
+        lab = es["code_depth"].astype(np.int64)
+        lab = np.where(es["code_type"] >= 0, lab, -1)  # tokens of code, not of white space
+    else:
+        raise ValueError(f"unknown code task {task.name!r}")
+    return ids, lab, es["code_file"], np.zeros(len(ids), dtype=np.int64)
+
+
+@torch.no_grad()
+def features(model, ids: np.ndarray, batch: int = 16) -> np.ndarray:
+    """The residual stream at every boundary for every token of ``ids`` (n_windows, T):
+    (n_layer + 1, n_windows * T, d_model), float32."""
+    out = []
+    for i in range(0, len(ids), batch):
+        with capture_residual_stream(model) as stream:
+            model(torch.from_numpy(ids[i : i + batch].astype(np.int64)))
+        out.append(torch.stack([s.detach() for s in stream]).flatten(1, 2).numpy())
+    return np.concatenate(out, axis=1)
+
+
+def balanced_accuracy(pred: np.ndarray, true: np.ndarray, n_classes: int) -> float:
+    """Mean recall over the classes present: 1 / n_classes for a constant guess, whatever the
+    class frequencies."""
+    present = [c for c in range(n_classes) if (true == c).any()]
+    return float(np.mean([(pred[true == c] == c).mean() for c in present]))
+
+
+def ridge_probe(xtr, ys, xte, alpha: float = 1.0) -> list[np.ndarray]:
+    """Ridge regression of standardised features onto one-hot labels, solved exactly in float64,
+    one solve for several label sets ``ys`` (each (n, k) one-hot, classes weighted equally);
+    returns each label set's argmax predictions on ``xte``."""
+    a = np.hstack([xtr, np.ones((len(xtr), 1))])
+    b = np.hstack([xte, np.ones((len(xte), 1))])
+    y = np.hstack([yy / np.maximum(yy.sum(0, keepdims=True), 1) for yy in ys])  # balance the classes
+    reg = alpha * len(a) / 100 * np.eye(a.shape[1])
+    reg[-1, -1] = 0.0
+    w = np.linalg.solve(a.T @ a + reg, a.T @ y)
+    out, j = [], 0
+    scores = b @ w
+    for yy in ys:
+        out.append(scores[:, j : j + yy.shape[1]].argmax(1))
+        j += yy.shape[1]
+    return out
+
+
+def file_split(files: np.ndarray, strata: np.ndarray, rng) -> np.ndarray:
+    """A random half of the files (within each stratum, e.g. each manual): True for the probes'
+    training files, False for their test files. Every window of a file falls on one side."""
+    train = np.zeros(len(files), dtype=bool)
+    for st in np.unique(strata):
+        fs = np.unique(files[strata == st])
+        chosen = rng.permutation(fs)[: (len(fs) + 1) // 2]
+        train |= (strata == st) & np.isin(files, chosen)
+    return train
+
+
+def probe_task(
+    task: Task,
+    es: dict,
+    feats: np.ndarray,
+    seeds: int = PROBE_SEEDS,
+    n_train: int = N_PROBE_TRAIN,
+    n_test: int = N_PROBE_TEST,
+) -> dict:
+    """Balanced accuracy on the task and on its control task at every boundary, per probe seed.
+    ``feats``: ``features(model, ids)`` of the task's text. A probe seed draws which files train the
+    probe and which test it (half each, by manual for prose), the probe's training and test tokens
+    from them, and the control task's labels.
+    Returns {"task": (seeds, boundaries), "control": (seeds, boundaries), "n_train", "n_test"}."""
+    ids, lab, files, strata = task_data(task, es)
+    T = ids.shape[1]
+    flat_ids, flat_lab = ids.reshape(-1), lab.reshape(-1)
+    keep = flat_lab >= 0
+    k = len(task.classes)
+    freq = np.bincount(flat_lab[keep], minlength=k) / keep.sum()
+    eye = np.eye(k)
+    n_b = feats.shape[0]
+    acc = np.zeros((seeds, n_b))
+    ctl = np.zeros((seeds, n_b))
+    for s in range(seeds):
+        rng = np.random.default_rng(1000 + s)
+        side = np.repeat(file_split(files, strata, rng), T)
+        pool, test_pool = np.flatnonzero(keep & side), np.flatnonzero(keep & ~side)
+        tr = np.sort(rng.choice(pool, size=min(n_train, len(pool)), replace=False))
+        te = np.sort(rng.choice(test_pool, size=min(n_test, len(test_pool)), replace=False))
+        control = rng.choice(k, size=int(flat_ids.max()) + 1, p=freq)  # a random label per token id
+        ys = [eye[flat_lab[tr]], eye[control[flat_ids[tr]]]]
+        for b in range(n_b):
+            xtr, xte = feats[b, tr].astype(np.float64), feats[b, te].astype(np.float64)
+            mu, sd = xtr.mean(0), xtr.std(0) + 1e-8
+            p_task, p_ctl = ridge_probe((xtr - mu) / sd, ys, (xte - mu) / sd)
+            acc[s, b] = balanced_accuracy(p_task, flat_lab[te], k)
+            ctl[s, b] = balanced_accuracy(p_ctl, control[flat_ids[te]], k)
+    return {"task": acc, "control": ctl, "n_train": int(len(tr)), "n_test": int(len(te))}
+
+
+def run_probes(trained, untrained, es: dict, seeds: int = PROBE_SEEDS) -> dict:
+    """Every task on both models: {task name: {"trained": probe_task(...), "untrained": ...}}.
+    The stream is computed once per model and text."""
+    out: dict = {t.name: {} for t in TASKS}
+    for name, model in (("trained", trained), ("untrained", untrained)):
+        for text in ("prose", "code"):
+            feats = features(model, es[f"{text}_ids"])
+            for task in TASKS:
+                if task.text == text:
+                    out[task.name][name] = probe_task(task, es, feats, seeds)
+            del feats
+    return out
+
+
+def selectivity(r: dict) -> np.ndarray:
+    return r["task"] - r["control"]
+
+
+def band_means(sel: np.ndarray) -> dict:
+    return {band: sel[:, list(bs)].mean(1) for band, bs in BANDS.items()}
+
+
+def decide_task(task: Task, result: dict):
+    """The verdict on "the task lives in its band", from the book's rule (``verdict.decide``),
+    paired over probe seeds, every regime required: the trained model's selectivity, averaged over
+    the band's boundaries, is higher in the predicted band than in each other band, and higher there
+    than the untrained model's (training, not the architecture, puts it there)."""
+    from .. import verdict as V
+
+    tr, un = band_means(selectivity(result["trained"])), band_means(selectivity(result["untrained"]))
+    b = task.band
+    regimes = {}
+    for other in BANDS:
+        if other != b:
+            regimes[f"{b} over {other}"] = V.compare(
+                tr[b] - tr[other], "positive", what=f"selectivity, {b} minus {other}", kernel_sd=0.0
+            )
+    regimes["trained over untrained"] = V.compare(
+        tr[b] - un[b], "positive", what=f"{b} selectivity, trained minus untrained", kernel_sd=0.0
+    )
+    return V.decide(regimes, "every")
+
+
+def decide_all(found: dict) -> dict:
+    """Every task's (verdict, regimes); a claim task whose band's calibration the rule does not
+    confirm is not testable (the rule cannot place a known property in that band), and one in a
+    band without a calibration says so in its reason."""
+    from .. import verdict as V
+
+    out = {t.name: decide_task(t, found[t.name]) for t in TASKS}
+    calibrated = {band: out[name][0].label == "confirmed" for band, name in CALIBRATIONS.items()}
+    for t in TASKS:
+        if t.name in CALIBRATIONS.values():
+            continue
+        v, regimes = out[t.name]
+        if t.band in calibrated and not calibrated[t.band]:
+            why = f"the rule does not place the {t.band} calibration ({CALIBRATIONS[t.band]}) {t.band}"
+            out[t.name] = (V.not_testable(why), regimes)
+        elif t.band not in calibrated:
+            out[t.name] = (V.Verdict(v.label, v.reason + f"; no calibration for the {t.band} band"), regimes)
+    return out
+
+
+def peak_band(sel: np.ndarray) -> str:
+    """Where the mean selectivity over probe seeds peaks, among the block outputs 1..n."""
+    b = int(np.argmax(sel.mean(0)[1:])) + 1
+    return next(name for name, bs in BANDS.items() if b in bs)
+
+
+def _against(verdict_and_regimes) -> bool:
+    v, regimes = verdict_and_regimes
+    return v.label == "not reproduced" or (
+        v.label == "qualified" and any(r.label == "not reproduced" for r in regimes.values())
+    )
+
+
+def decide_claim(decided: dict):
+    """The source's claim over its tasks (``decide_all``, calibrations excluded): confirmed if every
+    task sits in its band; qualified if some do and the opposite was measured for others; not
+    reproduced if none does and some go against; not testable if no task could be decided;
+    inconclusive otherwise."""
+    from .. import verdict as V
+
+    untestable = [k for k, d in decided.items() if d[0].label == "not testable"]
+    held = [k for k, d in decided.items() if d[0].label == "confirmed"]
+    against = [k for k, d in decided.items() if k not in held and _against(d)]
+    rest = [k for k in decided if k not in held + against + untestable]
+
+    def said(prefix, ks):
+        return f"{prefix} {', '.join(ks)}" if ks else ""
+
+    parts = [
+        said("holds for", held),
+        said("the opposite measured for", against),
+        said("undecided for", rest),
+        said("not testable for", untestable),
+    ]
+    why = "; ".join(p for p in parts if p)
+    if held and not against and not rest and not untestable:
+        return V.Verdict("confirmed", why)
+    if held and against:
+        return V.Verdict("qualified", why)
+    if against and not held:
+        return V.Verdict("not reproduced", why)
+    if len(untestable) == len(decided):
+        return V.Verdict("not testable", why)
+    return V.Verdict("inconclusive", why)
+
+
+def peak_boundary(sel: np.ndarray) -> int:
+    """The block output (1..n) where the mean selectivity over probe seeds is highest."""
+    return int(np.argmax(sel.mean(0)[1:])) + 1

@@ -1,0 +1,134 @@
+"""The trained ANDREA that ships with the book: its files, its first steps, its instruments."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from andrea.trained import corpus, inside, probes
+from andrea.trained import model as trained
+from conftest import need
+
+
+@pytest.fixture(scope="module")
+def models():
+    return trained.load(), trained.untrained()
+
+
+@pytest.fixture(scope="module")
+def es():
+    return trained.eval_set()
+
+
+def test_weights_are_shipped_small_and_match_their_hash():
+    blob = trained.WEIGHTS.read_bytes()
+    assert len(blob) <= 25e6, f"{len(blob) / 1e6:.1f} MB: the issue allows 25 MB"
+    assert hashlib.sha256(blob).hexdigest() == trained.log()["weights_sha256"]
+    assert trained.status() == "current", "the stored log was made by other training code: make experiments"
+
+
+def test_an_altered_weights_file_is_refused(tmp_path):
+    bad = tmp_path / "model.safetensors"
+    data = bytearray(trained.WEIGHTS.read_bytes())
+    data[-1] ^= 1
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="altered"):
+        trained.load(bad)
+    with pytest.raises(trained.NotShipped, match="make experiments"):
+        trained.load(tmp_path / "missing.safetensors")
+
+
+def test_the_shipped_model_beats_both_baselines(models, es):
+    m, u = models
+    ids = torch.from_numpy(es["prose_ids"][:16].astype(np.int64))
+    with torch.no_grad():
+        loss = float(m.loss(ids[:, :-1], ids[:, 1:]))
+        loss_u = float(u.loss(ids[:, :-1], ids[:, 1:]))
+    b = trained.log()["baselines"]
+    assert loss < b["bigram_ce"] < b["unigram_ce"] < loss_u
+
+
+def test_first_steps_match_the_log():
+    need(corpus.available(), f"Python's manuals: {corpus.INSTALL_HINT}")
+    try:
+        ok, fresh, logged = trained.first_steps_match()
+    except trained.OtherCorpus as e:  # not a missing tool: another Debian release of the manuals
+        pytest.skip(str(e))
+    assert ok, f"first {len(logged)} losses re-run {np.round(fresh, 4)} vs logged {np.round(logged, 4)}"
+
+
+def test_held_out_windows_never_occur_in_training():
+    need(corpus.available(), f"Python's manuals: {corpus.INSTALL_HINT}")
+    docs = corpus.manual_docs()
+    assert {d.path for d in docs if d.held_out}.isdisjoint({d.path for d in docs if not d.held_out})
+    train = corpus.token_data(docs).train.numpy()
+    n = 24
+    seen = {hash(train[i : i + n].tobytes()) for i in range(0, len(train) - n)}
+    windows = trained.eval_set()["prose_ids"].astype(np.int64)
+    hits = sum(hash(w[j : j + n].tobytes()) in seen for w in windows for j in range(0, len(w) - n, 64))
+    assert hits <= 0.02 * len(windows) * 4, f"{hits} held-out 24-token runs also occur in the training text"
+
+
+def test_logit_lens_at_the_top_is_the_model(models, es):
+    m, _ = models
+    ids = torch.from_numpy(es["prose_ids"][:4].astype(np.int64))
+    lens = inside.logit_lens(m, ids)
+    with torch.no_grad():
+        acc = float((m(ids)[:, :-1].argmax(-1) == ids[:, 1:]).double().mean())
+    assert lens["kl"][-1] < 1e-9 and abs(lens["accuracy"][-1] - acc) < 1e-12
+    assert lens["kl"][0] > lens["kl"][-1]
+
+
+def test_induction_scores_read_the_right_positions():
+    """A hand-made attention pattern: every head attends exactly to t - L + 1 in the second half."""
+    L = 6
+    maps = torch.zeros(1, 2, 2 * L, 2 * L)
+    for t in range(2 * L):
+        maps[0, :, t, max(0, t - L + 1) if t >= L else max(0, t - 1)] = 1.0
+    t2 = torch.arange(L, 2 * L)
+    assert float(maps[:, :, t2, t2 - L + 1].mean()) == 1.0
+    ids = inside.repeated_random_tokens(100, batch=2, length=L)
+    assert torch.equal(ids[:, :L], ids[:, L:])
+
+
+def test_ridge_probe_reads_a_linear_label_and_not_noise():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2000, 16))
+    y = (x @ rng.normal(size=(16, 3))).argmax(1)  # a linear label
+    pred = probes.ridge_probe(x[:1000], [np.eye(3)[y[:1000]]], x[1000:])[0]
+    assert probes.balanced_accuracy(pred, y[1000:], 3) > 0.85
+    noise = rng.integers(0, 3, size=2000)
+    pred = probes.ridge_probe(x[:1000], [np.eye(3)[noise[:1000]]], x[1000:])[0]
+    assert abs(probes.balanced_accuracy(pred, noise[1000:], 3) - 1 / 3) < 0.06
+
+
+def test_control_task_labels_token_types(es):
+    feats = np.random.default_rng(0).normal(size=(13, es["prose_ids"].size, 8)).astype(np.float32)
+    r = probes.probe_task(probes.TASKS[0], es, feats, seeds=2, n_train=500, n_test=500)
+    # random features: the task and its control sit at chance (1/8) at every boundary
+    assert np.abs(r["task"] - 1 / 8).max() < 0.06 and np.abs(r["control"] - 1 / 8).max() < 0.06
+
+
+def test_eval_set_labels_are_consistent(es):
+    assert es["prose_ids"].shape[1] == probes.WINDOW == es["code_ids"].shape[1]
+    assert set(np.unique(es["prose_manual"])) == set(range(len(probes.MANUALS)))
+    assert set(np.unique(es["prose_half"])) == {0, 1} and set(np.unique(es["code_half"])) == {0, 1}
+    kinds = es["code_type"][es["code_type"] >= 0]
+    assert set(np.unique(kinds)) == set(range(len(probes.CODE_TYPES)))
+    assert probes.prose_category(" the") == 0 and probes.prose_category("ing") == 1
+    assert probes.prose_category(",") == 2 and probes.prose_category(" 42") == 3 and probes.prose_category("\n") == 4
+
+
+def test_code_labels_follow_tokenize():
+    kind, depth = probes._code_labels("f(a, 'x')  # c\n")
+    assert kind[0] == 0 and kind[1] == 2 and kind[5] == 3 and kind[11] == 5
+    assert depth[2] == 1 and depth[0] == 0
+
+
+def test_missing_corpus_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("ANDREA_DOCS", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="python3.11-doc"):
+        corpus.docs_root()
