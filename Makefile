@@ -59,9 +59,10 @@ test: $(STAMP) $(VENDOR) chromium corpus
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --config=tools/jupyter_lab_config.py notebooks/
 
-bench: $(STAMP) chromium
+bench: $(STAMP) $(VENDOR) chromium
 	$(PY) -m andrea.bench
 	$(PY) tools/labui.py --bench
+	$(PY) tools/pagemodel.py --bench
 
 check-portable: $(STAMP)
 	$(PY) tools/portable.py --against native --threads $(or $(THREADS),1)

@@ -94,14 +94,19 @@ def explorer_chart(
         value="on" if residual else "off",
         bind=alt.binding_radio(options=["on", "off"], name="residual path "),
     )
+    # Unbound here: on the site, the page's controls set them and its model measures any setting
+    # off the grid (book/_static/andrea_explorer.js); the shipped rows are width 128, seed 0.
+    wid = alt.param(name="width", value=E.DEFAULT_WIDTH)
+    seed = alt.param(name="seed", value=0)
 
     data = alt.InlineData(values=_csv(rows), format={"type": "csv", "parse": {c: "number" for c in NUMERIC}})
     base = alt.Chart(data)
+    same_model = f"(datum.width || {E.DEFAULT_WIDTH}) == width && (datum.seed || 0) == seed"
     current = base.transform_filter(
-        "datum.lam == lam && datum.depth == depth && datum.norm == norm && datum.res == res"
+        f"datum.lam == lam && datum.depth == depth && datum.norm == norm && datum.res == res && {same_model}"
     ).transform_calculate(series="'this setting'")
     reference = base.transform_filter(
-        "datum.lam == 'off' && datum.depth == depth && datum.norm == 'pre' && datum.res == 'on'"
+        f"datum.lam == 'off' && datum.depth == depth && datum.norm == 'pre' && datum.res == 'on' && {same_model}"
     ).transform_calculate(series="'reference: pre-norm, no LayerScale'")
     color = alt.Color(
         "series:N",
@@ -139,11 +144,33 @@ def explorer_chart(
             ),
             readout,
         )
-        .add_params(lam, dep, nrm, res)
+        .add_params(lam, dep, nrm, res, wid, seed)
         .configure_view(stroke=None)
         .configure_axis(grid=True, gridOpacity=0.3)
     )
     return chart
+
+
+DATASET = "rows"  # the chart's data, by the name the page's script adds live rows to
+
+
+def _name_dataset(spec: dict) -> dict:
+    """Give Altair's hashed dataset name a fixed one (andrea_explorer.js inserts rows into it)."""
+    (old,) = spec["datasets"]
+    spec["datasets"] = {DATASET: spec["datasets"][old]}
+
+    def walk(o):
+        if isinstance(o, dict):
+            if o.get("name") == old:
+                o["name"] = DATASET
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(spec)
+    return spec
 
 
 class StaticExplorer:
@@ -158,38 +185,26 @@ class StaticExplorer:
         residual: bool = True,
     ):
         self.rows = cached_grid_rows()
-        self.spec = explorer_chart(self.rows, depth, layerscale, norm, residual).to_dict()
+        self.spec = _name_dataset(explorer_chart(self.rows, depth, layerscale, norm, residual).to_dict())
         self.id = f"andrea-{name}"
+        self.start = {"layerscale": layerscale, "depth": depth, "norm": norm, "residual": residual}
 
     def html(self) -> str:
         spec = json.dumps(self.spec, separators=(",", ":"))
+        opts = json.dumps({"start": self.start, "readout": READOUT, "readoutShort": READOUT_SHORT})
         return f"""<div class="andrea-explorer" id="{self.id}" role="figure"
  aria-label="Interactive chart: gradient RMS and residual-stream RMS at every block boundary,
- for the chosen LayerScale λ, depth and norm placement"></div>
-<p class="andrea-explorer-note">{_grid_note()} For other values, other widths or seeds,
-launch this page as a notebook (the rocket button at the top of the page) and use the live explorer.</p>
+ for the chosen LayerScale λ, depth, norm placement, residual path, width and seed"></div>
+<p class="andrea-explorer-note">{_grid_note()} Any other setting is computed in your browser:
+the same model, one forward and backward pass with TensorFlow.js, in a background thread.</p>
 <script>
 (function() {{
   var el = document.getElementById("{self.id}");
-  if (!window.vegaEmbed) {{
+  if (!window.vegaEmbed || !window.AndreaExplorer) {{
     el.textContent = "(This chart is drawn by the book's JavaScript, which did not load.)";
     return;
   }}
-  var spec = {spec};
-  if (el.clientWidth < 640) {{  // a phone: the two panels stacked, each as wide as the column
-    var w = Math.max(180, el.clientWidth - 90), rows = spec.vconcat;
-    rows.splice(0, 1, rows[0].hconcat[0], rows[0].hconcat[1]);
-    rows.forEach(function(r) {{ r.width = w; }});
-    rows[2].mark.fontSize = 11;  // and a shorter readout
-    rows[2].transform.forEach(function(t) {{
-      if (t.calculate) t.calculate = t.calculate.replace({json.dumps(READOUT)}, {json.dumps(READOUT_SHORT)});
-    }});
-  }}
-  vegaEmbed(el, spec, {{renderer: "svg", actions: false}}).then(function(r) {{
-    window.andreaExplorers = window.andreaExplorers || {{}};
-    window.andreaExplorers["{self.id}"] = r.view;
-    el.setAttribute("data-ready", "1");
-  }}).catch(function(err) {{ el.textContent = "Chart error: " + err; console.error(err); }});
+  AndreaExplorer.mount(el, {spec}, {opts});
 }})();
 </script>"""
 

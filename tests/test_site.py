@@ -19,6 +19,8 @@ from conftest import ROOT, SITE, need
 
 sys.path.insert(0, str(ROOT / "tools"))
 # one chromium and one list of browser flags for every browser test
+from pagemodel import set_setting, wait_drawn  # noqa: E402
+
 from labui import CHROMIUM  # noqa: E402
 from labui import CHROMIUM_ARGS as ARGS  # noqa: E402
 
@@ -193,6 +195,7 @@ def _explorer_state(pg, el_id):
 
 
 def test_static_explorer_controls_change_the_plotted_data(browser, server):
+    """Settings on the shipped grid are drawn from the shipped torch rows, at once."""
     from andrea.static_explorer import cached_grid_rows
 
     rows = cached_grid_rows()
@@ -207,30 +210,30 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
         assert f"{expected[('1e-05', 24, 'pre')]:.3g}" in s0["text"]
         assert s0["points"] == 2 * (24 + 1)  # two panels, one point per boundary of the current setting
 
-        pg.select_option(f"#{el_id} select[name=lam]", "off")
-        _wait_for_text(pg, el_id, f"{expected[('off', 24, 'pre')]:.3g}")
+        set_setting(pg, el_id, loglam="off")
+        assert wait_drawn(pg, el_id) == "shipped"
         s1 = _explorer_state(pg, el_id)
         assert s1["lines"] != s0["lines"], "moving the λ control did not change the plotted curves"
         assert f"{expected[('off', 24, 'pre')]:.3g}" in s1["text"]
 
-        pg.select_option(f"#{el_id} select[name=depth]", "8")
-        _wait_for_text(pg, el_id, f"{expected[('off', 8, 'pre')]:.3g}")
+        set_setting(pg, el_id, depth=8)
+        assert wait_drawn(pg, el_id) == "shipped"
         s2 = _explorer_state(pg, el_id)
         assert s2["lines"] != s1["lines"], "moving the depth control did not change the plotted curves"
         assert s2["points"] == 2 * (8 + 1)
         assert f"{expected[('off', 8, 'pre')]:.3g}" in s2["text"]
 
-        pg.check(f"#{el_id} input[name=norm][value=post]")
-        _wait_for_text(pg, el_id, f"{expected[('off', 8, 'post')]:.3g}")
+        set_setting(pg, el_id, norm="post")
+        assert wait_drawn(pg, el_id) == "shipped"
         s3 = _explorer_state(pg, el_id)
         assert s3["lines"] != s2["lines"]
         assert f"{expected[('off', 8, 'post')]:.3g}" in s3["text"]
+        assert "shipped PyTorch measurement" in pg.inner_text(f"#{el_id} .andrea-explorer-provenance")
 
         # the residual switch and norm "none" (chapter 1 and lab 1 ask for both); a vanished
         # gradient reads as its status, not a number
-        pg.check(f"#{el_id} input[name=norm][value=none]")
-        pg.check(f"#{el_id} input[name=res][value=off]")
-        pg.select_option(f"#{el_id} select[name=depth]", "4")
+        set_setting(pg, el_id, norm="none", res="off", depth=4)
+        assert wait_drawn(pg, el_id) == "shipped"
         want = expected[("off", 4, "none", "off")]
         _wait_for_text(pg, el_id, f"{want:.3g}" if want else "VANISHED")
         s4 = _explorer_state(pg, el_id)
@@ -238,6 +241,62 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
         assert p.errors == [] and p.external == []
     finally:
         p.close()
+
+
+EXPLORER_PAGES = [
+    ("book/01_residual.html", "andrea-explorer-ch1"),
+    ("book/03_prenorm_postnorm.html", "andrea-explorer-ch3"),
+    ("book/07_layerscale.html", "andrea-explorer-ch7"),
+]
+
+
+@pytest.mark.parametrize("path, el_id", EXPLORER_PAGES, ids=[p for p, _ in EXPLORER_PAGES])
+def test_static_explorer_computes_settings_off_the_grid_in_the_page(browser, server, path, el_id):
+    """λ₀ = 3.16e-5, depth 37, width 64, seed 3: on no grid, so the page's model measures it (in its
+    Web Worker, the network blocked) and the chart redraws from that measurement."""
+    p = Page(browser, server, path)
+    try:
+        pg = p.page
+        pg.wait_for_function(f"document.getElementById('{el_id}').getAttribute('data-ready') === '1'", timeout=20000)
+        pg.evaluate(_WATCH_LONG_TASKS)
+        set_setting(pg, el_id, loglam=-4.5, depth=37, width=64, seed=3, norm="pre", res="on")
+        assert pg.get_attribute(f"#{el_id}", "data-state") == "computing"
+        assert "Computing" in pg.inner_text(f"#{el_id} .andrea-explorer-provenance")
+        assert wait_drawn(pg, el_id) == "live", pg.inner_text(f"#{el_id} .andrea-explorer-provenance")
+        assert pg.get_attribute(f"#{el_id}", "data-setting") == "3.16e-05|37|pre|on|64|3"
+        s = _explorer_state(pg, el_id)
+        assert s["points"] == 2 * (37 + 1)
+        assert len(s["lines"]) == 4  # this setting and its reference, in both panels
+        # what is drawn is what the page's model computed for this setting
+        ratio = pg.evaluate(
+            """id => window.andreaExplorers[id].data("rows").filter(r => r.lam === "3.16e-05" && r.depth === 37
+                 && r.width === 64 && r.seed === 3 && r.boundary === 0)[0].ratio""",
+            el_id,
+        )
+        shown = re.search(r"= ([0-9.e+-]+)×", s["text"])
+        assert shown and float(shown.group(1)) == pytest.approx(ratio, rel=5e-3), s["text"]
+        prov = pg.inner_text(f"#{el_id} .andrea-explorer-provenance")
+        assert "computed in this page by TensorFlow.js" in prov and "WebAssembly backend" in prov
+        # the computation ran off the main thread: the page never froze for long
+        longest = pg.evaluate("() => Math.max(0, ...window.andreaLongTasks)")
+        assert longest < 250, f"the main thread was blocked for {longest:.0f} ms"
+        # a bad seed is refused by name, and nothing is computed
+        set_setting(pg, el_id, seed=20000)
+        assert pg.get_attribute(f"#{el_id}", "data-state") == "error"
+        assert 'seed must be a whole number from 0 to 10000, got "20000"' in pg.inner_text(
+            f"#{el_id} .andrea-explorer-provenance"
+        )
+        assert p.external == [], f"requests left localhost: {p.external}"
+        assert p.errors == [], f"console errors: {p.errors}"
+    finally:
+        p.close()
+
+
+_WATCH_LONG_TASKS = """() => {
+  window.andreaLongTasks = [];
+  new PerformanceObserver(l => l.getEntries().forEach(e => window.andreaLongTasks.push(e.duration)))
+    .observe({type: "longtask", buffered: false});
+}"""
 
 
 def test_build_log_is_clean(site):

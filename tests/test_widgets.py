@@ -126,6 +126,7 @@ def test_static_grid_and_spec():
     assert len(html.encode()) < 1_000_000  # the whole grid stays under 1 MB of page weight
     assert alt.SCHEMA_VERSION.startswith("v6.")  # tools/vendor_js.py ships vega-lite 6
     assert "vega-lite/v6" in json.dumps(ex.spec["$schema"])
+    assert list(ex.spec["datasets"]) == ["rows"]  # the name andrea_explorer.js adds live rows to
     with pytest.raises(ValueError, match="static explorer only has"):
         StaticExplorer(depth=13)
     with pytest.raises(ValueError, match="residual True/False; got off, 12, pre, 'no'"):

@@ -4,6 +4,8 @@ Fetches pinned packages with ``npm pack`` (the registry only, no install scripts
 the few files the site serves into book/_static/vendor/ (ignored by git):
   mathjax/        MathJax 3 (tex-chtml and what it loads: fonts, TeX extensions, menu)
   vega*.min.js    Vega, Vega-Lite and vega-embed, which draw the static gradient-flow explorer
+  tfjs/           TensorFlow.js (Apache-2.0) and its WebAssembly backend, on which the explorer's model
+                  runs in the page (book/_static/andrea_flow.js, in a Web Worker: andrea_worker.js)
 The versions match the Vega-Lite schema that Altair writes (checked in tests).
 """
 
@@ -25,12 +27,20 @@ PACKAGES = {  # package -> version (keep vega-lite's major in step with altair.S
     "vega-lite": "6.4.1",
     "vega-embed": "7.1.0",
     "mathjax": "3.2.2",
+    "@tensorflow/tfjs": "4.22.0",  # the union bundle: tf-core alone registers no gradients
+    "@tensorflow/tfjs-backend-wasm": "4.22.0",
 }
 FILES = {  # package -> [(path inside the tarball, destination under DEST)]
     "vega": [("package/build/vega.min.js", "vega.min.js")],
     "vega-lite": [("package/build/vega-lite.min.js", "vega-lite.min.js")],
     "vega-embed": [("package/build/vega-embed.min.js", "vega-embed.min.js")],
     "mathjax": [("package/es5/", "mathjax/")],
+    "@tensorflow/tfjs": [("package/dist/tf.min.js", "tfjs/tf.min.js")],
+    "@tensorflow/tfjs-backend-wasm": [  # the threaded build needs cross-origin isolation, which a static host lacks
+        ("package/dist/tf-backend-wasm.min.js", "tfjs/tf-backend-wasm.min.js"),
+        ("package/dist/tfjs-backend-wasm-simd.wasm", "tfjs/tfjs-backend-wasm-simd.wasm"),
+        ("package/dist/tfjs-backend-wasm.wasm", "tfjs/tfjs-backend-wasm.wasm"),
+    ],
 }
 MATHJAX_SKIP = (
     "output/svg",
@@ -46,7 +56,7 @@ MATHJAX_SKIP = (
 
 def fetch(name: str, version: str) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
-    tgz = CACHE / f"{name}-{version}.tgz"
+    tgz = CACHE / f"{name.lstrip('@').replace('/', '-')}-{version}.tgz"  # npm pack's own file name
     if not tgz.exists():
         print(f"  npm pack {name}@{version}")
         try:

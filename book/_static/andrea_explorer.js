@@ -1,0 +1,267 @@
+/* The gradient-flow explorer on the book's site: its controls, and where each curve comes from.
+ *
+ * andrea.static_explorer writes the chart (a Vega-Lite spec whose dataset "rows" holds the shipped
+ * torch measurements of the static grid) and calls AndreaExplorer.mount. A setting on the grid is
+ * drawn from those rows at once. Any other setting (any lambda_0, any depth 1-96, width, seed) is
+ * measured in the page: andrea_worker.js runs ANDREA's forward and backward pass on TensorFlow.js,
+ * off the main thread, and its rows are added to the chart's data. The line under the chart says
+ * which curve came from where.
+ */
+(function () {
+  "use strict";
+  var WIDTHS = [32, 64, 96, 128];
+  var LOG_LAM = {min: -6, max: 0, step: 0.05};
+  var worker = null, workerProblem = null, nextId = 1, callbacks = {};
+
+  function staticUrl(file) {
+    var rootAttr = document.documentElement.getAttribute("data-content_root") || "";
+    return new URL(rootAttr + "_static/" + file, window.location.href).href;
+  }
+
+  function getWorker() {
+    if (worker || workerProblem) return worker;
+    try {
+      worker = new Worker(staticUrl("andrea_worker.js"));
+      worker.onmessage = function (e) {
+        var cb = callbacks[e.data.id];
+        delete callbacks[e.data.id];
+        if (cb) cb(e.data);
+      };
+      worker.onerror = function (e) {
+        workerProblem = "the page's model did not start (" + (e.message || "a Web Worker error") + ")";
+        Object.keys(callbacks).forEach(function (id) { callbacks[id]({error: workerProblem}); delete callbacks[id]; });
+        e.preventDefault();
+      };
+    } catch (e) {
+      workerProblem = window.location.protocol === "file:"
+        ? "live computation needs the site served over http (make serve), not opened as a file"
+        : "this browser could not start a Web Worker (" + e.message + ")";
+    }
+    return worker;
+  }
+
+  function measure(setting, done) {
+    var w = getWorker();
+    if (!w) { done({error: workerProblem}); return; }
+    var id = nextId++;
+    callbacks[id] = done;
+    w.postMessage({id: id, setting: setting});
+  }
+
+  function round3(v) { return Number(v.toPrecision(3)); }
+  function lamLabel(v) { return v === null ? "off" : AndreaFlow.formatG(v); }
+  function key(s) { return [lamLabel(s.layerscale), s.depth, s.norm, s.residual ? "on" : "off", s.width, s.seed].join("|"); }
+  function rowKey(r) {
+    return [r.lam, r.depth, r.norm, r.res, r.width === undefined ? 128 : r.width, r.seed === undefined ? 0 : r.seed].join("|");
+  }
+  function reference(s) { return {layerscale: null, depth: s.depth, norm: "pre", residual: true, width: s.width, seed: s.seed}; }
+
+  function rowsOf(s, r) {
+    var rows = [], ok = function (v) { return isFinite(v) && v > 0 ? v : null; };
+    for (var b = 0; b <= s.depth; b++)
+      rows.push({lam: lamLabel(s.layerscale), depth: s.depth, norm: s.norm, res: s.residual ? "on" : "off",
+                 width: s.width, seed: s.seed, boundary: b, grad: ok(r.grad[b]), act: ok(r.act[b]),
+                 status: r.status, ratio: isFinite(r.ratio) ? r.ratio : null});
+    return rows;
+  }
+
+  function html(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function radios(box, name, options, value, label) {
+    var field = html("fieldset", {"class": "andrea-control"});
+    field.appendChild(html("legend", {}, label));
+    options.forEach(function (o) {
+      var l = html("label"), i = html("input", {type: "radio", name: name, value: o});
+      if (o === value) i.checked = true;
+      l.appendChild(i);
+      l.appendChild(document.createTextNode(" " + o));
+      field.appendChild(l);
+    });
+    box.appendChild(field);
+  }
+
+  /* The controls, set to the chapter's setting. */
+  function controls(el, start) {
+    var box = html("div", {"class": "andrea-controls"}), id = el.id;
+    var lam = html("div", {"class": "andrea-control"});
+    var lamOn = html("input", {type: "checkbox", name: "lam-on", id: id + "-lam-on"});
+    lamOn.checked = start.layerscale !== null;
+    var lamL = html("label", {"for": id + "-lam-on"}, "LayerScale λ₀ ");
+    var logLam = html("input", {type: "range", name: "loglam", min: LOG_LAM.min, max: LOG_LAM.max, step: LOG_LAM.step,
+                                "aria-label": "log10 of LayerScale λ₀"});
+    logLam.value = start.layerscale === null ? -4 : Math.log10(start.layerscale);
+    var lamOut = html("output", {name: "lam-value"});
+    lam.appendChild(lamOn); lam.appendChild(lamL); lam.appendChild(logLam); lam.appendChild(lamOut);
+    box.appendChild(lam);
+
+    var dep = html("div", {"class": "andrea-control"});
+    dep.appendChild(html("label", {"for": id + "-depth"}, "depth "));
+    var depth = html("input", {type: "range", name: "depth", id: id + "-depth", min: 1, max: 96, step: 1});
+    depth.value = start.depth;
+    var depOut = html("output", {name: "depth-value"});
+    dep.appendChild(depth); dep.appendChild(depOut);
+    box.appendChild(dep);
+
+    radios(box, "norm", ["pre", "post", "none"], start.norm, "norm");
+    radios(box, "res", ["on", "off"], start.residual ? "on" : "off", "residual");
+
+    var wid = html("div", {"class": "andrea-control"});
+    wid.appendChild(html("label", {"for": id + "-width"}, "width "));
+    var width = html("select", {name: "width", id: id + "-width"});
+    WIDTHS.forEach(function (w) { var o = html("option", {value: w}, String(w)); if (w === 128) o.selected = true; width.appendChild(o); });
+    wid.appendChild(width);
+    var seedL = html("label", {"for": id + "-seed"}, " seed ");
+    var seed = html("input", {type: "number", name: "seed", id: id + "-seed", min: 0, max: 10000, step: 1, value: 0});
+    wid.appendChild(seedL); wid.appendChild(seed);
+    box.appendChild(wid);
+    return box;
+  }
+
+  function readSetting(box) {
+    var q = function (sel) { return box.querySelector(sel); };
+    var on = q("input[name=lam-on]").checked, logLam = Number(q("input[name=loglam]").value);
+    var seedText = q("input[name=seed]").value.trim(), seed = Number(seedText);
+    if (!/^\d+$/.test(seedText) || seed > 10000)
+      return {error: "seed must be a whole number from 0 to 10000, got " + JSON.stringify(seedText)};
+    return {
+      layerscale: on ? round3(Math.pow(10, logLam)) : null,
+      depth: Number(q("input[name=depth]").value),
+      norm: q("input[name=norm]:checked").value,
+      residual: q("input[name=res]:checked").value === "on",
+      width: Number(q("select[name=width]").value),
+      seed: seed,
+    };
+  }
+
+  function describeBackend(r) {
+    return "TensorFlow.js " + r.version + ", " + (r.backend === "wasm" ? "WebAssembly" : "plain JavaScript") + " backend";
+  }
+
+  function mount(el, spec, opts) {
+    var start = opts.start;
+    // The page's own controls replace the chart's bound ones.
+    spec.params.forEach(function (p) { delete p.bind; });
+    if (el.clientWidth < 640) {  // a phone: the two panels stacked, each as wide as the column
+      var w = Math.max(180, el.clientWidth - 90), rows = spec.vconcat;
+      rows.splice(0, 1, rows[0].hconcat[0], rows[0].hconcat[1]);
+      rows.forEach(function (r) { r.width = w; });
+      rows[2].mark.fontSize = 11;
+      rows[2].transform.forEach(function (t) {
+        if (t.calculate) t.calculate = t.calculate.replace(opts.readout, opts.readoutShort);
+      });
+    }
+    var box = controls(el, start);
+    var chart = html("div", {"class": "andrea-explorer-chart"});
+    var prov = html("p", {"class": "andrea-explorer-provenance", "aria-live": "polite"});
+    el.appendChild(box); el.appendChild(chart); el.appendChild(prov);
+
+    vegaEmbed(chart, spec, {renderer: "svg", actions: false}).then(function (res) {
+      var view = res.view, have = {};
+      view.data("rows").forEach(function (r) { have[rowKey(r)] = true; });
+      var wanted = null, busy = false, t0 = null, liveInfo = {};
+
+      function labels(s) {
+        box.querySelector("output[name=lam-value]").textContent = s.layerscale === null ? "off" : lamLabel(s.layerscale);
+        box.querySelector("input[name=loglam]").disabled = s.layerscale === null;
+        box.querySelector("output[name=depth-value]").textContent = String(s.depth);
+      }
+
+      function say(s, state, text) {
+        el.setAttribute("data-state", state);
+        el.setAttribute("data-setting", key(s));
+        prov.textContent = text;
+      }
+
+      function provenance(s) {
+        var cur = liveInfo[key(s)], ref = liveInfo[key(reference(s))];
+        var shipped = "the shipped PyTorch measurement (make experiments, width 128, seed 0)";
+        if (!cur && !ref) return "Shown: " + shipped + ".";
+        var info = cur || ref;
+        var text = "Shown: " + (cur ? "this setting" : "the reference") + " computed in this page by " + describeBackend(info) +
+          ", one forward and backward pass in " + Math.round(info.ms) + " ms";
+        if (cur && ref && cur !== ref) text += " (the reference too, in " + Math.round(ref.ms) + " ms)";
+        else if (s.layerscale !== null || s.norm !== "pre" || !s.residual) text += "; " + (cur ? "the reference is " : "this setting is ") + shipped;
+        return text + ". The page draws its own seeded initialisation, so seed " + s.seed +
+          " here is a different draw from torch's seed " + s.seed + ".";
+      }
+
+      function draw(s, pending) {
+        view.signal("lam", lamLabel(s.layerscale)).signal("depth", s.depth).signal("norm", s.norm)
+          .signal("res", s.residual ? "on" : "off").signal("width", s.width).signal("seed", s.seed);
+        return view.runAsync().then(function () {
+          return new Promise(function (ok) { requestAnimationFrame(function () { ok(); }); });
+        }).then(function () {
+          if (wanted !== null && key(wanted) !== key(s)) return;  // a newer setting is on its way
+          if (t0 !== null) {  // control change to redrawn chart, for make bench
+            el.setAttribute("data-update-ms", String(Math.round(performance.now() - t0)));
+            t0 = null;
+          }
+          if (pending) {
+            say(s, "computing", "This setting computed in the page; computing the grey reference (pre-norm, no LayerScale) …");
+            return;
+          }
+          say(s, liveInfo[key(s)] || liveInfo[key(reference(s))] ? "live" : "shipped", provenance(s));
+          chart.classList.remove("andrea-computing");
+          wanted = null;
+        });
+      }
+
+      function work() {
+        if (busy || wanted === null) return;
+        var s = wanted, need = [s, reference(s)].filter(function (x) { return !have[key(x)]; });
+        if (!need.length) { draw(s, false); return; }
+        busy = true;
+        var one = need[0];
+        measure(one, function (msg) {
+          busy = false;
+          if (msg.error) {
+            if (wanted && key(wanted) === key(s)) {
+              say(s, "error", "Could not compute this setting in the page: " + msg.error +
+                ". The controls still show every setting of the shipped grid.");
+              chart.classList.remove("andrea-computing");
+              wanted = null;
+            }
+            work();
+            return;
+          }
+          view.change("rows", vega.changeset().insert(rowsOf(one, msg.result)));
+          have[key(one)] = true;
+          liveInfo[key(one)] = msg.result;
+          if (wanted && key(wanted) === key(s) && key(one) === key(s) && need.length > 1) draw(s, true);
+          work();
+        });
+      }
+
+      function update() {
+        var s = readSetting(box);
+        if (s.error) { say(wanted || start, "error", s.error); return; }
+        labels(s);
+        t0 = performance.now();
+        wanted = s;
+        var need = [s, reference(s)].filter(function (x) { return !have[key(x)]; });
+        if (need.length) {
+          say(s, "computing", "Computing this setting in the page (ANDREA's forward and backward pass, TensorFlow.js)…");
+          chart.classList.add("andrea-computing");
+        } else {
+          el.setAttribute("data-state", "drawing");  // a shipped setting: drawn on the next frame
+        }
+        work();
+      }
+
+      box.addEventListener("input", update);
+      box.addEventListener("change", update);
+      labels(start);
+      say(start, "shipped", provenance(start));
+      window.andreaExplorers = window.andreaExplorers || {};
+      window.andreaExplorers[el.id] = view;
+      el.setAttribute("data-ready", "1");
+    }).catch(function (err) { chart.textContent = "Chart error: " + err; console.error(err); });
+  }
+
+  window.AndreaExplorer = {mount: mount, key: key, lamLabel: lamLabel};
+})();

@@ -1,0 +1,151 @@
+"""The explorer's in-page model (book/_static/andrea_flow.js, TensorFlow.js on WebAssembly) against
+the torch model, in a real headless Chromium with the network blocked.
+
+The same weights and batch go into both (andrea.web.export.case); act_rms and grad_rms must agree
+at every block boundary to RTOL, a float32-sized tolerance (the two run the same float32 arithmetic
+in a different order). A negative control shows the comparison can fail: post-norm wiring in the
+page against pre-norm in torch. The page's own seeded initialisation cannot equal torch's draw
+(another generator), so over 8 seeds each its mean profile must agree with torch's within the
+seed-to-seed spread (4 standard errors at every boundary), and a wrongly wired page must not.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, need
+
+sys.path.insert(0, str(ROOT / "tools"))
+from pagemodel import LOAD_TF, RUN_CASE, Site  # noqa: E402
+
+from andrea.explorer import Setting, measure  # noqa: E402
+from andrea.web.export import case, relative_difference  # noqa: E402
+from labui import CHROMIUM  # noqa: E402
+
+RTOL = 1e-3
+TRY = "{{ try {{ {}; return 'no error'; }} catch (e) {{ return e.message; }} }}"  # the error's message
+
+CASES = [
+    Setting(width=64, depth=8),
+    Setting(width=64, depth=8, norm="post"),
+    Setting(width=64, depth=8, norm="none"),
+    Setting(width=64, depth=8, residual=False),
+    Setting(width=64, depth=8, layerscale=1e-3),
+    Setting(width=32, depth=48, norm="post", layerscale=0.1),
+    Setting(width=128, depth=4, norm="none", residual=False, seed=7),
+    Setting(width=96, depth=96, norm="pre", layerscale=1.0),
+]
+
+
+@pytest.fixture(scope="module")
+def page():
+    need((ROOT / "book/_static/vendor/tfjs/tf.min.js").exists(), "the vendored TensorFlow.js (make vendor)")
+    from pathlib import Path
+
+    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
+    from labui import launch_browser
+
+    with Site() as site, sync_playwright() as p:
+        browser = launch_browser(p)
+        pg = site.open(browser)
+        assert pg.evaluate(LOAD_TF) == "wasm"
+        yield pg
+        assert pg.external == [], f"requests left localhost: {pg.external}"
+        assert pg.errors == [], f"console errors: {pg.errors}"
+        browser.close()
+
+
+@pytest.mark.parametrize("setting", CASES, ids=lambda s: s.label())
+def test_page_model_equals_torch(page, setting):
+    c = case(setting)
+    js = page.evaluate(RUN_CASE, [c, None])
+    assert js["status"] == c["torch"]["status"]
+    for stat in ("act", "grad"):
+        d = relative_difference(js[stat], c["torch"][stat])
+        assert len(js[stat]) == setting.depth + 1
+        assert d.max() <= RTOL, f"{stat}: largest relative difference {d.max():.2e} at boundary {d.argmax()}"
+    assert js["loss"] == pytest.approx(c["torch"]["loss"], rel=1e-5)
+
+
+def test_negative_control_post_norm_in_the_page_against_pre_norm_in_torch(page):
+    c = case(Setting(width=64, depth=8))
+    js = page.evaluate(RUN_CASE, [c, "post"])
+    worst = max(relative_difference(js[s], c["torch"][s]).max() for s in ("act", "grad"))
+    assert worst > 100 * RTOL, f"the comparison cannot tell post-norm from pre-norm ({worst:.2e})"
+
+
+SEEDS = range(8)
+
+
+def _spread_ok(js_profiles: np.ndarray, torch_profiles: np.ndarray, z: float = 4.0) -> bool:
+    """The rule, fixed before the runs: at every boundary the page's seed-mean of log RMS lies within
+    z standard errors of torch's seed-mean (the standard error from both sets of seeds)."""
+    a, b = np.log(js_profiles), np.log(torch_profiles)
+    se = np.sqrt(a.var(0, ddof=1) / len(a) + b.var(0, ddof=1) / len(b))
+    return bool((np.abs(a.mean(0) - b.mean(0)) <= z * se).all())
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_seeded_page_initialisation_is_within_torch_seed_spread(page, norm):
+    base = Setting(width=64, depth=12, norm=norm, layerscale=1e-2 if norm == "pre" else None)
+    torch_runs = [measure(Setting(**{**base.__dict__, "seed": s})) for s in SEEDS]
+    js_runs = [page.evaluate("s => AndreaFlow.measure(s)", {**_js(base), "seed": s}) for s in SEEDS]
+    for stat, attr in (("act", "act_rms"), ("grad", "grad_rms")):
+        t = np.array([getattr(r, attr) for r in torch_runs])
+        j = np.array([r[stat] for r in js_runs])
+        assert _spread_ok(j, t), f"{norm}-norm {stat}: the page's seeds fall outside torch's spread"
+    # ... and the rule can fail: the page wired otherwise (post for pre, none for post) against torch
+    wrong = [
+        page.evaluate(
+            "([s, w]) => AndreaFlow.gradientFlow(s, AndreaFlow.initWeights(s), AndreaFlow.randomBatch(s.seed),"
+            " {wiring: w})",
+            [{**_js(base), "seed": s}, "post" if norm == "pre" else "none"],
+        )
+        for s in SEEDS
+    ]
+    t_act = np.array([r.act_rms for r in torch_runs])
+    assert not _spread_ok(np.array([r["act"] for r in wrong]), t_act)
+
+
+def _js(s: Setting) -> dict:
+    return {
+        "width": s.width,
+        "depth": s.depth,
+        "norm": s.norm,
+        "residual": s.residual,
+        "layerscale": s.layerscale,
+        "seed": s.seed,
+    }
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"depth": 0}, "depth must be an integer from 1 to 96, got 0"),
+        ({"width": 48}, "width must be 32, 64, 96 or 128, got 48"),
+        ({"norm": "deepnorm"}, 'norm must be one of pre, post, none, got "deepnorm"'),
+        ({"layerscale": 2}, "layerscale must be null (off) or a number from 1e-6 to 1, got 2"),
+        ({"seed": -1}, "seed must be an integer from 0 to 10000, got -1"),
+    ],
+)
+def test_bad_settings_are_named(page, bad, message):
+    got = page.evaluate(f"s => {TRY.format('AndreaFlow.measure(s)')}", bad)
+    assert message in got
+
+
+def test_bad_token_id_is_named(page):
+    c = case(Setting(width=32, depth=1))
+    c["batch"]["idx"][3] = 8449
+    got = page.evaluate(f"c => {TRY.format(f'({RUN_CASE})([c, null])')}", c)
+    assert "token id 8449 is outside the vocabulary [0, 8449)" in got
+
+
+def test_lambda_labels_read_like_python(page):
+    values = [1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 3.16e-05, 0.000178, 0.0562]
+    got = page.evaluate("vs => vs.map(AndreaFlow.formatG)", values)
+    assert got == [f"{v:g}" for v in values]

@@ -1,0 +1,209 @@
+"""The explorer's in-page model (book/_static/andrea_flow.js) in a real headless Chromium.
+
+Used by tests/test_page_model.py (is the page's model the torch model?) and by `make bench` (how long
+from a control change to the redrawn chart?):
+
+    .venv/bin/python tools/pagemodel.py --bench     # prints update times at depths 12, 48, 96
+
+``Site`` serves book/_static (with its vendored TensorFlow.js, tools/vendor_js.py) and one page that
+holds chapter 7's static explorer, on 127.0.0.1, to a browser whose every other request is blocked.
+No book build is needed: the page is written from ``andrea.static_explorer`` as the chapter writes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+from labui import CHROMIUM, launch_browser  # noqa: E402
+
+STATIC = ROOT / "book" / "_static"
+EXPLORER_ID = "andrea-explorer-bench"
+
+# Load the vendored TensorFlow.js on the WebAssembly backend (the page's worker does the same).
+LOAD_TF = """async () => {
+  for (const src of ["vendor/tfjs/tf.min.js", "vendor/tfjs/tf-backend-wasm.min.js", "andrea_flow.js"]) {
+    await new Promise((ok, bad) => { const s = document.createElement("script"); s.src = "/_static/" + src;
+      s.onload = ok; s.onerror = () => bad(new Error("could not load " + src)); document.head.appendChild(s); });
+  }
+  tf.wasm.setWasmPaths("/_static/vendor/tfjs/");
+  await tf.setBackend("wasm"); await tf.ready();
+  return tf.getBackend();
+}"""
+
+# Run andrea_flow.js on weights exported by andrea.web.export.case (base64 float32).
+RUN_CASE = """([c, wiring]) => {
+  const w = {};
+  for (const [k, b64] of Object.entries(c.weights)) {
+    const s = atob(b64), u = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i);
+    w[k] = new Float32Array(u.buffer);
+  }
+  return AndreaFlow.gradientFlow(c.setting, w, c.batch, wiring ? {wiring} : undefined);
+}"""
+
+
+def explorer_page(depth: int = 24, layerscale=1e-5, norm: str = "pre") -> str:
+    from andrea.static_explorer import StaticExplorer
+
+    body = StaticExplorer(depth=depth, layerscale=layerscale, norm=norm, name=EXPLORER_ID[len("andrea-") :]).html()
+    scripts = "".join(
+        f'<script src="../_static/{s}"></script>'
+        for s in ("vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js")
+        + ("andrea_flow.js", "andrea_explorer.js")
+    )
+    return (
+        '<!doctype html><html lang="en" data-content_root="../"><head><meta charset="utf-8">'
+        '<link rel="icon" href="data:,"><link rel="stylesheet" href="../_static/andrea.css">'
+        f"{scripts}</head><body style='width: 1000px'>{body}</body></html>"
+    )
+
+
+class Site:
+    """book/_static and an explorer page, served on a free port while the context is open."""
+
+    def __enter__(self) -> "Site":
+        if not (STATIC / "vendor" / "tfjs" / "tf.min.js").exists():
+            raise RuntimeError("book/_static/vendor/tfjs is missing: run `make vendor` (tools/vendor_js.py)")
+        self.dir = Path(tempfile.mkdtemp(prefix="andrea-pagemodel-"))
+        (self.dir / "_static").symlink_to(STATIC)
+        (self.dir / "book").mkdir()
+        (self.dir / "index.html").write_text('<!doctype html><html><head><link rel="icon" href="data:,"></head></html>')
+        (self.dir / "book" / "explorer.html").write_text(explorer_page())
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(Quiet, directory=str(self.dir))
+        )
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def open(self, browser, path: str = "index.html"):
+        """A new page at ``path`` with every request off this server blocked and recorded in
+        ``page.external``; console errors are recorded in ``page.errors``."""
+        ctx = browser.new_context(viewport={"width": 1100, "height": 900})
+        external: list = []
+        errors: list = []
+
+        def route(r):
+            url = r.request.url
+            if url.startswith(self.base) or url.startswith(("data:", "blob:")):
+                r.continue_()
+            else:
+                external.append(url)
+                r.abort()
+
+        ctx.route("**/*", route)
+        page = ctx.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.external, page.errors = external, errors  # type: ignore[attr-defined]
+        page.goto(self.base + path, wait_until="load")
+        return page
+
+
+def set_setting(page, el_id: str, loglam=None, depth=None, norm=None, res=None, width=None, seed=None) -> None:
+    """Move the explorer's controls as a reader would (each change fires the page's input event)."""
+    sel = f"#{el_id}"
+    if loglam is not None:
+        lam_on = page.locator(f"{sel} input[name=lam-on]")
+        if loglam == "off":
+            lam_on.set_checked(False)
+        else:
+            lam_on.set_checked(True)
+            page.locator(f"{sel} input[name=loglam]").fill(str(loglam))
+    if depth is not None:
+        page.locator(f"{sel} input[name=depth]").fill(str(depth))
+    if norm is not None:
+        page.locator(f"{sel} input[name=norm][value={norm}]").check()
+    if res is not None:
+        page.locator(f"{sel} input[name=res][value={res}]").check()
+    if width is not None:
+        page.locator(f"{sel} select[name=width]").select_option(str(width))
+    if seed is not None:
+        page.locator(f"{sel} input[name=seed]").fill(str(seed))
+
+
+def wait_drawn(page, el_id: str, timeout_ms: int = 120_000) -> str:
+    """Wait until the explorer has drawn its current setting (shipped, live or an error); its state."""
+    page.wait_for_function(
+        "id => ['shipped', 'live', 'error'].includes(document.getElementById(id).getAttribute('data-state'))",
+        arg=el_id,
+        timeout=timeout_ms,
+    )
+    return page.get_attribute(f"#{el_id}", "data-state") or ""
+
+
+def bench(depths=(12, 48, 96), width: int = 64, reps: int = 5) -> list[tuple]:
+    """Control change to redrawn chart on the static site, for settings off the shipped grid
+    (λ₀ = 3.16e-5, a new seed each time), against the same change to a shipped setting."""
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    with Site() as site, sync_playwright() as p:
+        browser = launch_browser(p)
+        page = site.open(browser, "book/explorer.html")
+        page.wait_for_function(f"document.getElementById('{EXPLORER_ID}').getAttribute('data-ready') === '1'")
+        seed = 100
+        backend = ""
+        for depth in depths:
+            set_setting(page, EXPLORER_ID, loglam=-4.5, depth=depth, width=width, norm="pre", res="on")
+            wait_drawn(page, EXPLORER_ID)
+            live = []
+            for _ in range(reps + 1):  # one control moves (a new seed); the first also warms the worker up
+                seed += 1
+                set_setting(page, EXPLORER_ID, seed=seed)
+                if wait_drawn(page, EXPLORER_ID) != "live":
+                    raise RuntimeError(f"bench: not computed live: {page.inner_text('#' + EXPLORER_ID)}")
+                live.append(float(page.get_attribute(f"#{EXPLORER_ID}", "data-update-ms") or "nan"))
+                backend = page.inner_text(f"#{EXPLORER_ID} .andrea-explorer-provenance")
+            set_setting(page, EXPLORER_ID, width=128, seed=0)
+            wait_drawn(page, EXPLORER_ID)
+            shipped = []
+            for lam in (-5, -4, -5, -4, -5):  # grid settings: drawn from the shipped rows
+                set_setting(page, EXPLORER_ID, loglam=lam)
+                if wait_drawn(page, EXPLORER_ID) != "shipped":
+                    raise RuntimeError("bench: a grid setting was not drawn from the shipped rows")
+                shipped.append(float(page.get_attribute(f"#{EXPLORER_ID}", "data-update-ms") or "nan"))
+            t_live, t_shipped = statistics.median(live[1:]), statistics.median(shipped)
+            verdict = "" if depth != 96 else ("PASS" if t_live < 300 else "above goal")
+            rows.append(
+                (
+                    f"static site: live update, depth {depth}, width {width} (goal < 300 ms at 96), median of {reps}",
+                    f"{t_live:.0f} ms",
+                    verdict,
+                )
+            )
+            rows.append(
+                (f"static site: shipped-grid update, depth {depth} (reference, same run)", f"{t_shipped:.0f} ms", "")
+            )
+        ran_on = "WebAssembly" if "WebAssembly" in backend else backend
+        rows.append(("static site: the page's model ran on", ran_on, ""))
+        browser.close()
+    return rows
+
+
+if __name__ == "__main__":
+    if "--bench" in sys.argv:
+        if not Path(CHROMIUM).exists():
+            print(f"skipped: the static site's timings need {CHROMIUM} (sudo apt-get install chromium)")
+            sys.exit(0)
+        for name, value, verdict in bench():
+            print(f"{name:<78} {value:>10}  {verdict}")
