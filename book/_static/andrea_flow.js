@@ -145,8 +145,22 @@
       var pos = tf.tile(W["position_embedding.weight"], [B, 1]);  // (N, C)
       var x0 = tf.add(tf.gather(W["token_embedding.weight"], idx), pos);
 
+      // y = x W^T + b, with torch's W (out, in). TensorFlow.js's matMul is several times slower with a
+      // transposed operand on WebAssembly, so both layouts are kept and each product is a plain one:
+      // forward x (in, out-layout W^T), backward dy W. This states matMul's own gradient for x (the
+      // weights are constants here); tf.grads still differentiates everything else.
+      var WT = {};
+      function product(name) {
+        if (!WT[name]) {
+          var w = W[name], wt = tf.transpose(w);
+          WT[name] = tf.customGrad(function (x) {
+            return {value: tf.matMul(x, wt), gradFunc: function (dy) { return [tf.matMul(dy, w)]; }};
+          });
+        }
+        return WT[name];
+      }
       function linear(x, name) {
-        return tf.fused.matMul({a: x, b: W[name + ".weight"], transposeB: true, bias: W[name + ".bias"]});
+        return tf.add(product(name + ".weight")(x), W[name + ".bias"]);
       }
       function layerNorm(x, name) {
         var m = tf.moments(x, -1, true);
@@ -187,7 +201,7 @@
           acts.push(tf.keep(x));
         }
         if (norm === "pre") x = layerNorm(x, "final_norm");
-        var logp = tf.logSoftmax(tf.matMul(x, W["token_embedding.weight"], false, true));
+        var logp = tf.logSoftmax(product("token_embedding.weight")(x));  // the tied head: x E^T
         return tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), N);
       }
       var vg = tf.valueAndGrads(loss)(zeros);
