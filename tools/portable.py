@@ -79,34 +79,152 @@ TOLERANCES = {
     # Wall-clock timings differ from run to run on one machine: only their words are compared.
     "timing": Tolerance(rel=float("inf"), digits=0, why="a timing (not compared)"),
 }
-# Readings (fnmatch patterns on the reading's key, e.g. "glue t_ratio") by kind, per page; anything
-# not listed is "exact", and verdicts, exercise checks and errors must always be identical.
-KINDS = {
+# Every glued value of every page has a declared kind (GLUE_KINDS: page -> kind -> the glue names, in
+# one string, fnmatch patterns allowed). A glued value with no declared kind is itself a difference
+# (tests/test_portable.py also checks the native build alone), so a new glue key must be classified
+# when it is written: is it computed at initialisation or from the stored results ("exact"), is it the
+# difference between two ways of computing the same thing, or any other quantity at the level of the
+# float format's resolution ("rounding": compared by size, whatever its name), does it come after live
+# training ("trained"), or is it a wall-clock timing ("timing")?
+GLUE_KINDS: dict[str, dict[str, str]] = {
     "01_residual": {
-        "glue sum_err*": "rounding",
-        "glue rank_nores_48": "rounding",  # a collapsed residual, at the level of float32's epsilon
-        "measured *Each block learns a refinement*": "rounding",  # a float64 summation error
+        "exact": (
+            "cause_words controls_same controls_words deep_depths emb_rms eps_ratio_48 eps_ratio_96 "
+            "gap_max gap_min grows_reason grows_verdict growth_exp identity_words kl_max leave_words "
+            "lr_words move_first move_last needs_verdict nores_ratio_12 nores_ratio_24 nores_ratio_48 "
+            "nores_ratio_96 nores_stream_48 noscale_ratio_48 plateau_words rank_nores_6 rank_res_48 "
+            "res_ratio_96 res_words rescue_words shallow_words share_blocks share_emb share_final "
+            "share_pythag sqrt_eps stuck_words tr_*"
+        ),
+        # max |by hand - block| and the stream's summation errors; a collapsed residual at float32's epsilon
+        "rounding": "rank_nores_48 same sum_err*",
     },
     "02_layernorm": {
-        "glue ln_diff*": "rounding",
-        "glue tok_mean_max": "rounding",  # |mean| after LayerNorm: float32's rounding of a zero
-        "measured *LayerNorm brings*": "rounding",
-        "measured *y = gamma*": "rounding",
+        "exact": (
+            "div_hi div_pre_all div_steps div_words eps_quiet_std exp_pre first_bad grad_growth "
+            "growth_none growth_pre in_warmup ln_params_total ln_share lo_learns lo_lr lo_words "
+            "logit_mid mid_lr mid_words n_ln nan_verdict pre_finite_words pre_top_128 runaway_lr "
+            "runaway_steps scale_txt tok_std_before_hi tok_std_before_lo tok_std_dev warmup_end "
+            "worse_lo tr_*"
+        ),
+        # from-scratch LayerNorm vs torch's; |mean| after LayerNorm: float32's rounding of a zero
+        "rounding": "ln_diff* tok_mean_max",
     },
-    "04_mlp": {"glue t_ratio": "timing"},
-    "05_gelu": {"glue speed_ratio": "timing"},
-    "07_layerscale": {"glue growth_*": "trained"},
-    "papers": {"glue time_*": "timing"},
+    "03_prenorm_postnorm": {
+        "exact": (
+            "amp_g48 amp_words amp_x48 best_post best_pre dec_warmup escape_table g_post_over_pre "
+            "g_post_w g_pre_w hi_lr hi_post_nw hi_post_w hi_pre inv_emb_rms margin n_diverged "
+            "n_plateau n_plateau_post plateau_kl post_grad_flat post_grad_jump post_needs_reason "
+            "post_needs_verdict pre_act_growth pre_kl_min pre_reason pre_verdict unigram warm_calib "
+            "warm_pre warm_verdict warm_words worst_pre x_post_over_pre x_post_w x_pre_w tr_*"
+        ),
+        # |RMS - 1| after the last LayerNorm: ε's effect at float32's resolution
+        "rounding": "post_act_dev",
+    },
+    "04_mlp": {
+        "exact": (
+            "act_min b_extra mlp_nobias_12_m mlp_share mlp_total_m mlp_vs_attn neg_share ratio swi_h "
+            "total_m w1 w12m w1m w_gel w_swi"
+        ),
+        "timing": "t_ratio",
+    },
+    "05_gelu": {
+        "exact": (
+            "cal_words confound_words det_tail det_words dgelu_max dgelu_min explore_steps g_3gap "
+            "g_m1 g_m3 gelu0 gelu0_t gelu_hi gelu_jump gelu_lo gelu_min gelu_min_x gpu_note main_lr "
+            "max_err max_err_x other_lr other_seeds other_words pre64 pre64c pre768 rel_err relu_jump "
+            "relu_verdict relu_words rule_detail rule_level rule_regimes rule_seeds rule_when "
+            "shazeer_gap shazeer_words std_corrected steps swiglu_words tanh_note tr_*"
+        ),
+        "timing": "speed_ratio",
+    },
+    "06_stack": {
+        "exact": (
+            "alike_reason att_entropy att_max att_uniform att_visible doc_sum_m emb emb_doc_m emb_m "
+            "emb_norm ent_min gap_m ln_norm out_norm pos position same_hi same_lo sqrt_d stack_first "
+            "stack_last total total_m trend_words trunk_m trunk_share trunk_share_doc untied_m"
+        ),
+        # the hand-computed head vs the fused kernel (4.5e-08 here, 6e-08 on an AVX2 machine)
+        "rounding": "att_diff",
+    },
+    "07_layerscale": {
+        "exact": (
+            "calib_words claim_verdict cos50_plain cos96_gpt2 cos96_ls cos96_plain lam_fold lam_grad0 "
+            "lam_max_end lam_share move18 move_without48 rescue_words rms_growth_gpt2 rms_growth_ls "
+            "rms_growth_plain round1_verdict round1_words same_words scope_words small_lam two_words "
+            "w_grad0 tr_*"
+        ),
+        # a relative move of 2e-07 per block: three float32 units (float64 reads 1.99e-07)
+        "rounding": "move48",
+        "trained": "growth_*",
+    },
+    "08_trained": {
+        "exact": (
+            "along_1 along_late along_u bigram calib_early calib_late ctx dist_t_min dist_u ent_t_min "
+            "ent_u_min epochs files_train files_val first_t first_u g1_hi g1_lo g2_hi g2_lo gf heads "
+            "heads_words ind_t ind_u kl_11 kl_6 lens_0 lens_12 lens_6 lens_9 lens_u mb minutes "
+            "move_first move_hi move_lo move_u_first move_u_last n_ind n_modules n_pages n_params "
+            "n_prev n_probe_test n_probe_train n_seeds off_hi off_lo off_t off_u order_words "
+            "overall_label overall_why prev_t prev_u ratio_t ratio_u rms_b1 rms_emb rms_growth_u "
+            "rms_top second_t second_u tok_s tok_seen tok_train train_final uniform_ce unigram "
+            "val_final width win_t win_t_min win_u win_words words_current_token words_meaning "
+            "words_next_token words_phrase_structure words_position words_syntax"
+        ),
+    },
+    "papers": {
+        "exact": (
+            "accel andrea_growth cait_dev cait_slope collapse_verdict deep_48 deepnet_reason "
+            "deepnet_verdict exp_0 exp_1 exp_2 exp_3 exp_4 exp_5 fig3_andrea fig3_paper fig3_verdict "
+            "gpt2_ratio gpt2_verdict kind_depth kind_lam0 kind_lvl kind_n kind_off_words "
+            "kind_rule_detail kind_rule_when kind_steps kind_verdict kind_words lam_all lam_first "
+            "lam_n lemma_inside lemma_l24 lemma_post lemma_post_verdict lemma_pre_verdict "
+            "liu_gpt2_reason liu_gpt2_verdict liu_reason liu_verdict mlp_reason mlp_verdict "
+            "plain_ratio plain_verdict post_x_48 rz_alpha rz_branch rz_cal_words rz_ctl_level "
+            "rz_ctl_verdict rz_ctl_words rz_depth rz_faster_words rz_identity rz_level rz_lr_d "
+            "rz_lr_o rz_n_alpha rz_n_d rz_n_o rz_other_words rz_rule_when rz_seeds_d rz_seeds_o "
+            "rz_steps rz_verdict san_12 scaling_reason scaling_verdict skip_12_g skip_12_x "
+            "skip_reason skip_verdict thm_andrea_post thm_andrea_pre thm_post_reason thm_post_slope "
+            "thm_post_verdict thm_pre_reason thm_pre_slope thm_pre_verdict"
+        ),
+        "timing": "time_*",
+    },
+}
+# The rows of the "Checking the claims" tables ("measured ..." readings): exact, except these, whose
+# measured text is a rounding error.
+MEASURED_KINDS = {
+    "01_residual": {"measured *Each block learns a refinement*": "rounding"},  # a float64 summation error
+    "02_layernorm": {"measured *LayerNorm brings*": "rounding", "measured *y = gamma*": "rounding"},
+    "03_prenorm_postnorm": {"measured *Post-norm (the 2017 original)*": "rounding"},  # |RMS - 1| in float32
+    "05_gelu": {"measured *GELU(x) = x * Phi(x)*": "rounding"},  # float64 vs torch: a rounding error
+    "07_layerscale": {"measured *At the first iteration*": "rounding"},  # a move at float32's resolution
 }
 
 
 def kind_of(page: str, key: str) -> str:
+    """The declared kind of a reading: "label" (verdicts, checks, errors: identical), a glued value's
+    kind from GLUE_KINDS ("undeclared" when it has none), a claims-table row's from MEASURED_KINDS."""
     if key.startswith(("verdict", "check", "error")):
         return "label"
-    for pattern, kind in KINDS.get(page, {}).items():
+    if key.startswith("glue "):
+        name = key[len("glue ") :]
+        for kind, names in GLUE_KINDS.get(page, {}).items():
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in names.split()):
+                return kind
+        return "undeclared"
+    for pattern, kind in MEASURED_KINDS.get(page, {}).items():
         if fnmatch.fnmatchcase(key, pattern):
             return kind
     return "exact"
+
+
+def undeclared(readings: dict[str, dict[str, str]]) -> list[str]:
+    """'page: glue name' for every glued value whose kind is not declared in GLUE_KINDS."""
+    return [
+        f"{page}: {key}"
+        for page, r in sorted(readings.items())
+        for key in sorted(r)
+        if kind_of(page, key) == "undeclared"
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,6 +464,9 @@ def compare(a: dict[str, dict[str, str]], b: dict[str, dict[str, str]]) -> tuple
                 continue
             x, y = ra[key], rb[key]
             kind = kind_of(page, key)
+            if kind == "undeclared":
+                diffs.append(Difference(page, key, x, y, kind, "no declared kind (tools/portable.py: GLUE_KINDS)"))
+                continue
             s = stats.setdefault(kind, {"values": 0, "numbers": 0, "largest_rel": 0.0, "largest": ""})
             s["values"] += 1
             if kind == "label":
