@@ -393,6 +393,165 @@ def run_emulated(cell: Cell) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+class _Enough(Exception):
+    """Raised by a prefix re-run's callback once it has the steps it needs."""
+
+
+def run_prefix(cell: Cell, steps: int = EARLY_STEPS, threads: int = 1) -> dict:
+    """Re-run the first ``steps`` training steps of ``cell`` from scratch, exactly as ``run_cell``
+    starts it (same data, seed, schedule and monitor), and stop there: {"loss": [...] (rounded as
+    stored), "diverged": bool}. A few seconds where the whole run takes minutes."""
+    import torch
+
+    from .config import AndreaConfig
+    from .data import load_token_data
+    from .runs import _make_stream_monitor, _monitor_layerscale, _sig
+    from .train import TrainConfig, train
+
+    torch.set_num_threads(threads)
+    data = load_token_data(cell.tokenizer)
+    model_cfg, train_cfg = AndreaConfig(**cell.model), TrainConfig(**cell.train)
+    monitor = {"layerscale": _monitor_layerscale, None: None}.get(cell.monitor)
+    if cell.monitor == "stream":
+        monitor = _make_stream_monitor(data, model_cfg)
+    losses: list[float] = []
+
+    def enough(step: int, loss: float) -> None:
+        losses.append(loss)
+        if len(losses) >= steps:
+            raise _Enough
+
+    diverged = False
+    try:
+        diverged = train(
+            model_cfg, train_cfg, data, device="cpu", progress=False, callback=enough, monitor=monitor
+        ).diverged
+    except _Enough:
+        pass
+    return {"loss": _sig(losses), "diverged": diverged}
+
+
+def run_prefixes_emulated(cells: Sequence[Cell], steps: int = EARLY_STEPS) -> list[dict]:
+    """``run_prefix`` of each cell in one child process on torch's portable kernels (``EMULATED``)."""
+    code = (
+        "import json, sys; from andrea import store; specs = json.loads(sys.stdin.read()); "
+        f"print(json.dumps([store.run_prefix(store.Cell(**s), {steps}) for s in specs]))"
+    )
+    env = dict(os.environ, **EMULATED)
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps([c.spec() for c in cells]),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"the emulated first steps failed: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def deciding_cells(grid: Grid) -> list[tuple[Decision, int]]:
+    """(decision, cell index) of the run that ``reproduce`` re-runs for each deciding arm."""
+    return [(d, grid.index(d.rerun_label())) for d in grid.decisions if d.role == "decides"]
+
+
+def reproduce_first_steps(grid: Grid, emulate: bool = True, steps: int = EARLY_STEPS) -> dict:
+    """The cheap half of ``reproduce``, for every deciding arm: its first ``steps`` losses re-run from
+    scratch natively (and, with ``emulate``, on portable kernels) must match the stored ones within
+    ``TOLERANCE["early_loss"]``. It catches results that today's code does not start the same way
+    (another initialisation, batch, schedule or optimiser) in seconds per run; the full runs are
+    re-run for a sample (``full_sample``). Returns {"ok", "problems", "cells": [{label, native,
+    emulated}]} (the largest difference of the first losses, per kernel)."""
+    blob = load(grid, check_key=False)
+    pairs = deciding_cells(grid)
+    problems: list[str] = [] if pairs else [f"grid {grid.name!r} declares no deciding arm to re-run"]
+    cells = [grid.cells[i] for _, i in pairs]
+    native = [run_prefix(c, steps) for c in cells]
+    emulated = run_prefixes_emulated(cells, steps) if emulate and cells else [None] * len(cells)
+    out = []
+    for (dec, i), nat, emu in zip(pairs, native, emulated):
+        stored = blob["cells"][i]["result"]
+        row = {"what": dec.what, "label": grid.cells[i].label}
+        for kernel, fresh in (("native", nat), ("emulated", emu)):
+            if fresh is None:
+                continue
+            want = stored["loss"][:steps]
+            got = fresh["loss"][: len(want)]
+            diff = max((abs(x - y) for x, y in zip(want, got) if x is not None and y is not None), default=0.0)
+            row[kernel] = diff
+            early_end = bool(stored["diverged"]) and (stored.get("diverged_at") or steps + 1) <= steps
+            if bool(fresh["diverged"]) != early_end or (not early_end and len(got) != len(want)):
+                problems.append(
+                    f"{grid.cells[i].label} ({kernel}): {len(got)} of the first {len(want)} steps re-ran "
+                    f"(diverged: {fresh['diverged']})"
+                )
+            elif diff > TOLERANCE["early_loss"]:
+                problems.append(
+                    f"{grid.cells[i].label} ({kernel}): the first {len(want)} losses differ from the stored ones "
+                    f"by up to {diff:.2g} (tolerance {TOLERANCE['early_loss']})"
+                )
+        out.append(row)
+    return {"ok": not problems, "problems": problems, "cells": out}
+
+
+# How much of the full re-runs one commit's ``make test`` does: the stored seconds of native training
+# it re-runs (each run is re-run natively and on portable kernels, two at a time), and the longest run
+# it takes. Longer runs are re-run in full by ``python -m andrea.experiments --reproduce``.
+FULL_SAMPLE_BUDGET_S = 150.0
+FULL_SAMPLE_LONGEST_S = 100.0
+
+
+def deciding_seconds(grids: Sequence[Grid]) -> dict[tuple[str, int], float]:
+    """(grid name, cell index) -> the stored seconds of the run ``reproduce`` re-runs per deciding arm."""
+    out = {}
+    for g in grids:
+        blob = load(g, check_key=False)
+        for _, i in deciding_cells(g):
+            out[g.name, i] = float(blob["cells"][i]["result"]["seconds"])
+    return out
+
+
+def full_sample(
+    seconds: dict[tuple[str, int], float],
+    seed: str,
+    budget_s: float = FULL_SAMPLE_BUDGET_S,
+    longest_s: float = FULL_SAMPLE_LONGEST_S,
+) -> list[tuple[str, int]]:
+    """The deciding runs one commit re-runs in full: (grid name, cell index), drawn from ``seed`` (the
+    commit's hash) among ``seconds`` (``deciding_seconds``), so that over commits every deciding run no
+    longer than ``longest_s`` is re-run. The draw orders the runs by a hash of (seed, grid, cell) and
+    takes them in that order while their stored seconds fit in ``budget_s`` (the first always)."""
+    order = sorted(
+        (hashlib.sha256(f"{seed}:{name}:{i}".encode()).hexdigest(), name, i, secs)
+        for (name, i), secs in seconds.items()
+        if secs <= longest_s
+    )
+    chosen: list[tuple[str, int]] = []
+    total = 0.0
+    for _, name, i, secs in order:
+        if not chosen or total + secs <= budget_s:
+            chosen.append((name, i))
+            total += secs
+    return chosen
+
+
+def sample_seed() -> str:
+    """The commit being tested (``git rev-parse HEAD``), or $ANDREA_SAMPLE_SEED, or "no-git"."""
+    if os.environ.get("ANDREA_SAMPLE_SEED"):
+        return os.environ["ANDREA_SAMPLE_SEED"]
+    try:
+        r = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return r.stdout.strip() or "no-git"
+    except (OSError, subprocess.SubprocessError):
+        return "no-git"
+
+
 def _differences(stored: dict, fresh: dict) -> dict:
     a, b = stored["loss"][:EARLY_STEPS], fresh["loss"][:EARLY_STEPS]
     early = max((abs(x - y) for x, y in zip(a, b) if x is not None and y is not None), default=0.0)
@@ -439,9 +598,9 @@ def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict
     }
 
 
-def reproduce(grid: Grid, emulate: bool = True) -> dict:
-    """Re-run, from scratch, the first deciding seed of each deciding arm (``grid.decisions`` whose
-    role is "decides"), natively and
+def reproduce(grid: Grid, emulate: bool = True, only: Optional[Sequence[int]] = None) -> dict:
+    """Re-run, from scratch and in full, the first deciding seed of each deciding arm (``grid.decisions``
+    whose role is "decides"; ``only``: just these cell indices), natively and
     (``emulate``) under torch's portable kernels; compare with the stored numbers.
 
     Returns {"ok": bool, "problems": [...], "cells": [one dict per decision: its label, the
@@ -455,11 +614,12 @@ def reproduce(grid: Grid, emulate: bool = True) -> dict:
     rs = rows(blob)
     problems: list[str] = []
     out = []
-    deciding = [d for d in grid.decisions if d.role == "decides"]
+    deciding = deciding_cells(grid)
     if not deciding:
         problems.append(f"grid {grid.name!r} declares no deciding arm to re-run")
-    for dec in deciding:
-        i = grid.index(dec.rerun_label())
+    for dec, i in deciding:
+        if only is not None and i not in only:
+            continue
         cell, stored = grid.cells[i], blob["cells"][i]["result"]
         fresh = run_cell(cell, threads=1)
         native = _differences(stored, fresh)

@@ -1,13 +1,15 @@
 """The results store: every stored grid is current (made by today's code) and reproduces.
 
-`make test` re-runs, from scratch, the seed-0 run of every arm that decides a verdict (each grid's
-``decisions``), natively and under torch's portable kernels (another CPU, emulated), two at a time,
-one CPU thread each. Natively the re-run must match the stored numbers within
-``andrea.store.TOLERANCE``; emulated, its final loss must stay within the grid's stated
-``kernel_tolerance``, and that tolerance must be too small to move the deciding verdict across its
-threshold. The test also fails when a grid's stored key (the hash of the code that trains a cell,
-and of the grid's specification) no longer matches the code: then `make experiments` must be run
-and the results committed.
+`make test` re-runs, from scratch, the first 20 training steps of the seed run of every arm that
+decides a verdict (each grid's ``decisions``), natively and under torch's portable kernels (another
+CPU, emulated): they must match the stored losses within ``andrea.store.TOLERANCE``. It then re-runs a
+sample of those runs in full, natively and emulated (``store.full_sample``: drawn from the commit's
+hash, about 150 s of stored training per commit, so that over commits every deciding run up to 100 s
+is re-run): natively the re-run must match the stored numbers; emulated, its final loss must stay
+within the grid's stated ``kernel_tolerance``. ``python -m andrea.experiments --reproduce`` re-runs
+every deciding run in full (the longer ones only there). The test also fails when a grid's stored
+key (the hash of the code that trains a cell, and of the grid's specification) no longer matches
+the code: then `make experiments` must be run and the results committed.
 """
 
 import multiprocessing
@@ -30,39 +32,117 @@ def test_stored_results_are_current_and_complete(name):
     assert all(len(r["loss"]) == len(r["steps"]) for r in rows)
 
 
-def _reproduce(name):
-    return name, store.reproduce(experiments.grid(name))
+def _first_steps(name):
+    return name, store.reproduce_first_steps(experiments.grid(name))
+
+
+def _full(job):
+    name, i = job
+    return job, store.reproduce(experiments.grid(name), only=[i])
+
+
+def _pool():
+    return ProcessPoolExecutor(max_workers=store.workers(), mp_context=multiprocessing.get_context("spawn"))
 
 
 @pytest.fixture(scope="module")
-def reproductions():
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=store.workers(), mp_context=ctx) as pool:
-        return dict(pool.map(_reproduce, GRIDS))
+def first_steps():
+    with _pool() as pool:
+        return dict(pool.map(_first_steps, GRIDS))
+
+
+SAMPLE = store.full_sample(store.deciding_seconds([experiments.grid(n) for n in GRIDS]), store.sample_seed())
+
+
+@pytest.fixture(scope="module")
+def full_runs():
+    with _pool() as pool:
+        return dict(pool.map(_full, SAMPLE))
 
 
 @pytest.mark.store
 @pytest.mark.parametrize("name", GRIDS)
-def test_the_deciding_runs_of_each_grid_reproduce_natively_and_on_portable_kernels(reproductions, name):
-    r = reproductions[name]
-    g = experiments.grid(name)
-    lines = []
-    for c in r["cells"]:
-        m, e = c["margin"], c.get("emulated", {})
-        if m["kind"] == "interval":
-            room = (
-                f"verdict {m['robust_label']} (raw {m['label']}), {m['distance']:.4f} from flipping; "
-                f"another CPU's rounding widens it by {m['widening']:.4f}"
-            )
-        else:
-            room = f"an event count ({m['events']} of {m['runs']} runs)"
-        lines.append(
-            f"  {c['label']}: native vs stored {c['native']['final_val_loss']}, portable kernels vs native "
-            f"{e.get('spread')} (tolerance {g.kernel_tolerance}); {room}"
-        )
-    print(f"{name}: deciding runs re-run\n" + "\n".join(lines))
+def test_the_first_steps_of_every_deciding_run_reproduce_natively_and_on_portable_kernels(first_steps, name):
+    r = first_steps[name]
+    print(
+        f"{name}: first {store.EARLY_STEPS} steps re-run\n"
+        + "\n".join(f"  {c['label']}: native {c.get('native')}, portable {c.get('emulated')}" for c in r["cells"])
+    )
     assert r["cells"], f"{name} declares no deciding arm"
     assert r["ok"], f"{name}: {r['problems']}"
+
+
+@pytest.mark.store
+@pytest.mark.parametrize("job", SAMPLE, ids=[f"{n}-cell{i}" for n, i in SAMPLE])
+def test_a_sample_of_deciding_runs_reproduces_in_full_natively_and_on_portable_kernels(full_runs, job):
+    r = full_runs[job]
+    g = experiments.grid(job[0])
+    [c] = r["cells"]
+    m, e = c["margin"], c.get("emulated", {})
+    if m["kind"] == "interval":
+        room = (
+            f"verdict {m['robust_label']} (raw {m['label']}), {m['distance']:.4f} from flipping; "
+            f"another CPU's rounding widens it by {m['widening']:.4f}"
+        )
+    else:
+        room = f"an event count ({m['events']} of {m['runs']} runs)"
+    print(
+        f"{job[0]} (sample of commit {store.sample_seed()[:12]}): {c['label']}: native vs stored "
+        f"{c['native']['final_val_loss']}, portable kernels vs native {e.get('spread')} "
+        f"(tolerance {g.kernel_tolerance}); {room}"
+    )
+    assert r["ok"], f"{job[0]}: {r['problems']}"
+
+
+def test_the_full_sample_is_drawn_from_the_commit_and_covers_every_short_run_over_commits():
+    seconds = store.deciding_seconds([experiments.grid(n) for n in GRIDS])
+    a, b = store.full_sample(seconds, "commit-a"), store.full_sample(seconds, "commit-b")
+    assert a == store.full_sample(seconds, "commit-a") and a != b
+    for sample in (a, b):
+        assert sum(seconds[j] for j in sample) <= store.FULL_SAMPLE_BUDGET_S or len(sample) == 1
+        assert all(seconds[j] <= store.FULL_SAMPLE_LONGEST_S for j in sample)
+    covered = set()
+    for k in range(200):
+        covered |= set(store.full_sample(seconds, f"commit-{k}"))
+    short = {j for j, s in seconds.items() if s <= store.FULL_SAMPLE_LONGEST_S}
+    assert covered == short and len(short) >= len(seconds) - 3
+
+
+def test_changed_first_steps_are_caught(tmp_path, monkeypatch):
+    """The first-steps check can fail: with a stored early loss nudged beyond the tolerance, or a
+    re-run that diverges where the stored one did not, it does."""
+    import copy
+    import json
+
+    name = "ch2_norm_lr"
+    g = experiments.grid(name)
+    real = json.loads(store.path(name).read_text())
+    [(_, i), *_] = store.deciding_cells(g)
+    original = copy.deepcopy(real)
+
+    def fresh(cell, steps=store.EARLY_STEPS):  # what a re-run gives (it is deterministic): the stored start
+        return {"loss": original["cells"][g.cells.index(cell)]["result"]["loss"][:steps], "diverged": False}
+
+    monkeypatch.setattr(store, "run_prefix", fresh)
+    monkeypatch.setattr(
+        store, "run_prefixes_emulated", lambda cells, steps=store.EARLY_STEPS: [fresh(c) for c in cells]
+    )
+    monkeypatch.setattr(store, "RESULTS", tmp_path)
+    store.path(name).write_text(json.dumps(real))
+    assert store.reproduce_first_steps(g)["ok"]
+    real["cells"][i]["result"]["loss"][5] += 10 * store.TOLERANCE["early_loss"]
+    store.path(name).write_text(json.dumps(real))
+    r = store.reproduce_first_steps(g)
+    assert not r["ok"] and "first 20 losses differ" in r["problems"][0] and "(native)" in r["problems"][0]
+    real["cells"][i]["result"]["loss"][5] -= 10 * store.TOLERANCE["early_loss"]
+    store.path(name).write_text(json.dumps(real))
+    monkeypatch.setattr(
+        store,
+        "run_prefixes_emulated",
+        lambda cells, steps=store.EARLY_STEPS: [{**fresh(c), "diverged": True} for c in cells],
+    )
+    r = store.reproduce_first_steps(g)
+    assert not r["ok"] and "(emulated)" in r["problems"][0] and "diverged: True" in r["problems"][0]
 
 
 def test_a_changed_result_is_caught(tmp_path, monkeypatch):
