@@ -3,7 +3,7 @@
 `make test` re-runs, from scratch, the seed-0 run of every arm that decides a verdict (each grid's
 ``decisions``), natively and under torch's portable kernels (another CPU, emulated), two at a time,
 one CPU thread each. Natively the re-run must match the stored numbers within
-``andrea.store.TOLERANCE``; emulated, its final loss must stay within the grid's stated
+``andrea.evidence.store.TOLERANCE``; emulated, its final loss must stay within the grid's stated
 ``kernel_tolerance``, and that tolerance must be too small to move the deciding verdict across its
 threshold. The test also fails when a grid's stored key (the hash of the code that trains a cell,
 and of the grid's specification) no longer matches the code: then `make experiments` must be run
@@ -16,22 +16,22 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
-from andrea import experiments, store
+from andrea.evidence import evaluation, grids, store
 
-GRIDS = sorted(experiments.GRIDS)
+GRIDS = sorted(grids.GRIDS)
 
 
 @pytest.mark.parametrize("name", GRIDS)
 def test_stored_results_are_current_and_complete(name):
-    blob = store.load(experiments.grid(name), same_torch=True)  # StoreError (naming the file) if stale or malformed
+    blob = store.load(grids.grid(name), same_torch=True)  # StoreError (naming the file) if stale or malformed
     assert blob["torch"] and blob["device"] == "cpu" and blob["seconds"] > 0
-    rows = experiments.results(name)
-    assert len(rows) == len(experiments.grid(name).cells)
+    rows = evaluation.results(name)
+    assert len(rows) == len(grids.grid(name).cells)
     assert all(len(r["loss"]) == len(r["steps"]) for r in rows)
 
 
 def _reproduce(name):
-    return name, store.reproduce(experiments.grid(name))
+    return name, store.reproduce(grids.grid(name))
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def reproductions():
 @pytest.mark.parametrize("name", GRIDS)
 def test_the_deciding_runs_of_each_grid_reproduce_natively_and_on_portable_kernels(reproductions, name):
     r = reproductions[name]
-    g = experiments.grid(name)
+    g = grids.grid(name)
     lines = []
     for c in r["cells"]:
         m, e = c["margin"], c.get("emulated", {})
@@ -71,7 +71,7 @@ def test_a_changed_result_is_caught(tmp_path, monkeypatch):
     import json
 
     name = "ch5_activation"
-    g = experiments.grid(name)
+    g = grids.grid(name)
     real = json.loads(store.path(name).read_text())
     i = g.index(g.decisions[0].rerun_label())
     fresh = copy.deepcopy(real["cells"][i]["result"])  # what a re-run would give (it is deterministic)
@@ -97,9 +97,9 @@ def test_a_verdict_closer_to_flipping_than_the_kernel_tolerance_is_reported_as_i
     inconclusive, saying why."""
     import dataclasses
 
-    from andrea import verdict
+    from andrea.evidence import verdict
 
-    g = experiments.grid("ch1_residual")
+    g = grids.grid("ch1_residual")
     dec = g.decisions[0]
     m = store.margin(g, dec)
     assert m["label"] == m["robust_label"] == "confirmed" and m["distance"] > m["widening"]  # robust today
@@ -116,7 +116,7 @@ def test_results_of_another_torch_version_are_shown_with_a_warning_not_refused(t
     import json
 
     name = "ch5_activation"
-    g = experiments.grid(name)
+    g = grids.grid(name)
     blob = json.loads(store.path(name).read_text())
     blob["key"] = blob["key"].replace("-torch2.13.0-", "-torch2.9.1-")
     monkeypatch.setattr(store, "RESULTS", tmp_path)
@@ -132,7 +132,7 @@ def test_results_of_another_torch_version_are_shown_with_a_warning_not_refused(t
 
 
 def test_the_explorers_shipped_measurements_are_current_and_exact():
-    from andrea import explorer as E
+    from andrea.views import explorer as E
 
     E._SHIPPED = None
     assert E.shipped().problem is None, E.shipped().problem
@@ -155,7 +155,7 @@ def test_the_explorers_shipped_measurements_hold_on_portable_kernels_too():
 
     code = """
 import json, numpy as np
-from andrea import explorer as E
+from andrea.views import explorer as E
 worst = 0.0
 for s in (E.Setting(depth=12), E.Setting(depth=48, norm="post", layerscale=1e-6), E.Setting(depth=37),
           E.Setting(depth=96, norm="post"), E.Setting(depth=96, layerscale=1.0)):
