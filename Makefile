@@ -60,7 +60,7 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --config=tools/jupyter_lab_config.py notebooks/
 
 bench: $(STAMP) $(VENDOR) chromium
-	$(PY) -m andrea.bench
+	$(PY) -m andrea.views.bench
 	$(PY) tools/labui.py --bench
 	$(PY) tools/pagemodel.py --bench
 

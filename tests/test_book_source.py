@@ -174,11 +174,11 @@ def test_importing_plots_leaves_matplotlib_settings_alone():
     import sys
 
     code = (
-        "import matplotlib; before = dict(matplotlib.rcParams); import andrea.plots; "
+        "import matplotlib; before = dict(matplotlib.rcParams); import andrea.views.plots; "
         "changed = [k for k, v in matplotlib.rcParams.items() if before.get(k) != v]; print(changed)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "[]", f"importing andrea.plots changed {out}"
+    assert out == "[]", f"importing andrea.views.plots changed {out}"
 
 
 # Setup helpers (build a model, a batch, a config, a timer): shown once, in the first page that uses them.
@@ -214,8 +214,8 @@ def _calls_and_shown(path):
 
 
 def test_every_analysis_call_has_a_source_toggle():
-    """Issue 11: where a page calls an andrea.analysis (or andrea.papers) function, the reader can open its
-    source right there; setup helpers once, on the first page that calls them."""
+    """Issue 11: where a page calls an andrea.measure.analysis (or andrea.measure.papers) function, the
+    reader can open its source right there; setup helpers once, on the first page that calls them."""
     order = [ROOT / f"{f}.md" for f in toc_files() if (ROOT / f"{f}.md") in PAGES]
     missing, first_seen = [], {}
     for path in order:
@@ -267,10 +267,10 @@ def test_removed_cells_only_glue(path):
 
 def test_show_source_names_the_package_file():
     """A decorated function (torch.no_grad) is shown with its own file, not the decorator's."""
-    from andrea import analysis
-    from andrea.notebook import show_source
+    from andrea.measure import analysis
+    from andrea.views.notebook import show_source
 
     text = show_source(analysis.rank_collapse, analysis.fresh_model).data
-    assert "`andrea.analysis.rank_collapse` (andrea/analysis.py)" in text
+    assert "`andrea.measure.analysis.rank_collapse` (andrea/measure/analysis.py)" in text
     assert "def rank_collapse(" in text and "def fresh_model(" in text
     assert "torch" not in text.split("\n")[0]

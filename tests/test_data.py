@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from andrea.data import ANDREA_VOCAB, BPETokenizer, ByteTokenizer, get_tokenizer, load_text, load_token_data
+from andrea.training.data import ANDREA_VOCAB, BPETokenizer, ByteTokenizer, get_tokenizer, load_text, load_token_data
 
 SAMPLES = [
     "Hello, world!",

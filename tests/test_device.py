@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from andrea import Andrea, AndreaConfig, gradient_flow, random_batch
-from andrea.layers import gelu, layer_norm
+from andrea.model.layers import gelu, layer_norm
 
 DEVICE = os.environ.get("ANDREA_TEST_DEVICE", "cpu")
 CFG = AndreaConfig(vocab_size=128, context_length=32, d_model=64, n_head=4, n_layer=3)
@@ -79,8 +79,8 @@ def test_save_on_device_load_elsewhere_and_back(dev, tmp_path):
 
 
 def test_a_few_training_steps_on_device(dev):
-    from andrea.data import load_token_data
-    from andrea.train import TrainConfig, train
+    from andrea.training.data import load_token_data
+    from andrea.training.train import TrainConfig, train
 
     data = load_token_data("bytes")
     cfg = AndreaConfig(vocab_size=256, context_length=32, d_model=32, n_head=2, n_layer=2)

@@ -1,9 +1,9 @@
 """The declared rule of a grid applied to made-up runs whose right answer is known
-(``andrea.experiments.evaluate``): calibration, Holm across the deciding regimes, controls."""
+(``andrea.evidence.evaluation.evaluate``): calibration, Holm across the deciding regimes, controls."""
 
 import random
 
-from andrea import experiments, store
+from andrea.evidence import evaluation, grids, store
 
 
 def _rows(effects: dict, seeds=range(5), noise=0.01, base=2.8):
@@ -39,24 +39,24 @@ def _grid(calibration_regime="healthy", rule="some"):
 
 
 def test_a_clear_effect_in_one_regime_confirms_a_some_claim():
-    ev = experiments.evaluate(_grid(), _rows({"a": 0.3, "b": 0.0, "healthy": 0.5}))
+    ev = evaluation.evaluate(_grid(), _rows({"a": 0.3, "b": 0.0, "healthy": 0.5}))
     assert ev.calibrated and ev.verdict.label == "confirmed"
     assert ev.regime("a").verdict.label == "confirmed" and ev.regime("b").verdict.label == "inconclusive"
 
 
 def test_every_needs_each_deciding_regime():
-    ev = experiments.evaluate(_grid(rule="every"), _rows({"a": 0.3, "b": 0.0, "healthy": 0.5}))
+    ev = evaluation.evaluate(_grid(rule="every"), _rows({"a": 0.3, "b": 0.0, "healthy": 0.5}))
     assert ev.verdict.label == "inconclusive"
 
 
 def test_the_opposite_in_another_regime_makes_it_qualified():
-    ev = experiments.evaluate(_grid(), _rows({"a": 0.3, "b": -0.3, "healthy": 0.5}))
+    ev = evaluation.evaluate(_grid(), _rows({"a": 0.3, "b": -0.3, "healthy": 0.5}))
     assert ev.verdict.label == "qualified"
     assert ev.regime("b").verdict.label == "not reproduced"
 
 
 def test_a_failed_calibration_makes_its_regime_not_testable():
-    ev = experiments.evaluate(_grid(), _rows({"a": 0.3, "b": 0.0, "healthy": 0.0}))
+    ev = evaluation.evaluate(_grid(), _rows({"a": 0.3, "b": 0.0, "healthy": 0.0}))
     assert not ev.calibrated
     assert ev.regime("a").verdict.label == "not testable"
     assert ev.verdict.label == "inconclusive"  # decided on b alone, which shows nothing
@@ -68,7 +68,7 @@ def test_a_grid_wide_calibration_that_fails_makes_the_claim_not_testable():
     decs = list(g.decisions)
     decs[-1] = store.Decision(**{**decs[-1].__dict__, "calibrates": ""})
     g = store.Grid("made_up", "t", "p", (), tuple(decs), kernel_tolerance=0.0, rule="some")
-    ev = experiments.evaluate(g, _rows({"a": 0.3, "b": 0.3, "healthy": 0.0}))
+    ev = evaluation.evaluate(g, _rows({"a": 0.3, "b": 0.3, "healthy": 0.0}))
     assert ev.verdict.label == "not testable" and "calibration failed" in ev.verdict.reason
 
 
@@ -77,14 +77,14 @@ def test_holm_is_applied_across_the_deciding_regimes():
     rows = _rows({"a": 0.02, "b": 0.0, "healthy": 0.5}, noise=0.012)
     g = _grid()
     one = store.Grid("made_up", "t", "p", (), (g.decisions[0], g.decisions[2]), kernel_tolerance=0.0, rule="some")
-    alone = experiments.evaluate(one, rows)
+    alone = evaluation.evaluate(one, rows)
     assert alone.regime("a").verdict.p is not None
-    both = experiments.evaluate(_grid(), rows)
+    both = evaluation.evaluate(_grid(), rows)
     assert both.regime("a").verdict.p >= alone.regime("a").verdict.p  # adjusted upwards
 
 
 def test_the_rule_is_part_of_the_grid_hash():
-    g = experiments.grid("ch7_layerscale")
+    g = grids.grid("ch7_layerscale")
     changed = store.Grid(g.name, g.title, g.prediction, g.cells, g.decisions[:1], g.kernel_tolerance, g.rule)
     assert changed.spec_hash() != g.spec_hash()
     relaxed = store.Grid(g.name, g.title, g.prediction, g.cells, g.decisions, g.kernel_tolerance, "every")
@@ -92,8 +92,8 @@ def test_the_rule_is_part_of_the_grid_hash():
 
 
 def test_every_deciding_arm_has_five_fresh_seeds_or_its_grid_says_why():
-    for name in experiments.GRIDS:
-        g = experiments.grid(name)
+    for name in grids.GRIDS:
+        g = grids.grid(name)
         for d in g.decisions:
             if d.role != "decides":
                 continue

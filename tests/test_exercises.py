@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from andrea import analysis
-from andrea import exercises as X
-from andrea.model import count_parameters
+from andrea.measure import analysis
+from andrea.model.transformer import count_parameters
+from andrea.views import exercises as X
 
 
 def _decompose(model, idx):
@@ -124,7 +124,7 @@ def test_vocab_and_minimum_and_prediction_checkers():
 
 @pytest.mark.slow
 def test_layerscale_reach_checker_measures_and_the_chapters_answer_passes_with_a_margin():
-    from andrea.analysis import layerscale_growth
+    from andrea.measure.analysis import layerscale_growth
 
     assert X.check_layerscale_reach(lambda lam0, lr: layerscale_growth(lam0, lr)["max"][-1])  # the truth passes
     assert not X.check_layerscale_reach(lambda lam0, lr: lam0 + 300 * lr)  # AdamW's bound is ~10x too far

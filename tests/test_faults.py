@@ -19,14 +19,14 @@ import pytest
 import torch
 
 from andrea import Andrea, AndreaConfig, gradient_flow, random_batch
-from andrea.model import read_checkpoint
+from andrea.model.transformer import read_checkpoint
 
 PY = sys.executable
 
 
 def cli(*args, cwd=None, timeout=300, env=None):
     return subprocess.run(
-        [PY, "-m", "andrea.train", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
+        [PY, "-m", "andrea.training.train", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
     )
 
 
@@ -78,7 +78,7 @@ def test_each_preset_has_its_own_default_out(corpus, tmp_path):
 
 def test_two_runs_into_one_out_the_second_is_refused(corpus, tmp_path):
     first = subprocess.Popen(
-        [PY, "-m", "andrea.train", *base_args(corpus, tmp_path, 100000, "--eval-every", "100000")],
+        [PY, "-m", "andrea.training.train", *base_args(corpus, tmp_path, 100000, "--eval-every", "100000")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -122,7 +122,7 @@ def test_concurrent_saves_never_clash(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_save_a_checkpoint(corpus, tmp_path, sig):
     proc = subprocess.Popen(
-        [PY, "-m", "andrea.train", *base_args(corpus, tmp_path, 100000, "--eval-every", "100000")],
+        [PY, "-m", "andrea.training.train", *base_args(corpus, tmp_path, 100000, "--eval-every", "100000")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -188,7 +188,7 @@ def test_resume_is_bit_identical_after_real_signals_at_random_moments(corpus, tm
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         out = tmp_path / signal.Signals(sig).name
         proc = subprocess.Popen(
-            [PY, "-m", "andrea.train", *base_args(corpus, out, steps, "--eval-every", str(every))],
+            [PY, "-m", "andrea.training.train", *base_args(corpus, out, steps, "--eval-every", str(every))],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -372,7 +372,7 @@ def test_config_refuses_values_the_model_cannot_hold(kw, words):
 
 
 def test_widget_device_and_seed_are_checked():
-    from andrea.widgets import GradientFlowExplorer
+    from andrea.views.widgets import GradientFlowExplorer
 
     for dev, words in (
         ("cuda", "'cuda' is not usable here"),
@@ -408,7 +408,7 @@ def _damage_and_reload(path, damage, reload):
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_damaged_cache_files_are_reported_and_rebuilt(tmp_path, monkeypatch, corpus, damage):
     monkeypatch.setenv("ANDREA_CACHE", str(tmp_path))
-    from andrea import data as D
+    from andrea.training import data as D
 
     text = D.python_docs_corpus()  # the corpus cache
     (corpus_file,) = [p for p in tmp_path.glob("python-docs-*.txt")]
@@ -426,17 +426,17 @@ def test_damaged_cache_files_are_reported_and_rebuilt(tmp_path, monkeypatch, cor
 
 def test_cache_writes_leave_no_temporary_files(tmp_path, monkeypatch):
     monkeypatch.setenv("ANDREA_CACHE", str(tmp_path))
-    from andrea.data import load_token_data
+    from andrea.training.data import load_token_data
 
     load_token_data("bytes")
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_results_store_refuses_wrong_or_incomplete_files(tmp_path, monkeypatch):
-    from andrea import experiments, store
+    from andrea.evidence import evaluation, grids, store
 
     monkeypatch.setattr(store, "RESULTS", tmp_path)
-    g = experiments.grid("app_layerscale_kind")
+    g = grids.grid("app_layerscale_kind")
     with pytest.raises(store.StoreError, match="no stored results"):
         store.load(g)
     store.path(g.name).write_text("{}")
@@ -445,7 +445,7 @@ def test_results_store_refuses_wrong_or_incomplete_files(tmp_path, monkeypatch):
     store.path(g.name).write_text("{not json")
     with pytest.raises(store.StoreError, match="not readable JSON"):
         store.load(g)
-    real = json.loads((Path(experiments.__file__).parent / "results" / f"{g.name}.json").read_text())
+    real = json.loads((Path(evaluation.__file__).parents[1] / "results" / f"{g.name}.json").read_text())
     store.path(g.name).write_text(json.dumps(dict(real, cells=real["cells"][:2])))
     with pytest.raises(store.StoreError, match="has 2 runs"):
         store.load(g)
@@ -460,8 +460,8 @@ def test_results_store_refuses_wrong_or_incomplete_files(tmp_path, monkeypatch):
 
 
 def test_explorer_shipped_file_wrong_content_is_not_used(tmp_path, monkeypatch):
-    from andrea import explorer as E
-    from andrea import store
+    from andrea.evidence import store
+    from andrea.views import explorer as E
 
     real = json.loads(store.path(E.SHIPPED).read_text())
     monkeypatch.setattr(store, "RESULTS", tmp_path)
@@ -482,7 +482,7 @@ def test_explorer_shipped_file_wrong_content_is_not_used(tmp_path, monkeypatch):
 # Exercise checkers judge answers, not side effects
 # ---------------------------------------------------------------------------------------------
 def test_checkers_accept_in_place_answers_and_reject_mutating_cheats():
-    from andrea import exercises as X
+    from andrea.views import exercises as X
 
     def gelu_derivative_in_place(x):  # right answer, computed by overwriting its input
         cdf = 0.5 * (1 + torch.erf(x / math.sqrt(2)))

@@ -183,7 +183,7 @@ def test_a_timed_out_child_is_killed_with_what_it_started_in_a_session_of_its_ow
 
 def test_the_rehearsal_imports_what_each_step_imports_and_what_andrea_imports():
     assert gpu_check.step_imports("chapter") == ["jupytext", "nbformat", "nbclient"]
-    assert {"andrea.bench", "torch"} <= set(gpu_check.step_imports("train-120m"))
+    assert {"andrea.views.bench", "torch"} <= set(gpu_check.step_imports("train-120m"))
     lib = gpu_check.andrea_imports()
     assert {"torch", "numpy", "altair", "ipywidgets", "tokenizers", "tqdm", "IPython"} <= set(lib)
     assert "myst_nb" not in lib and "andrea" not in lib

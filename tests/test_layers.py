@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from andrea import AndreaConfig
-from andrea.layers import MLP, Block, CausalSelfAttention, LayerNorm, attention_reference, gelu, layer_norm
+from andrea.model.layers import MLP, Block, CausalSelfAttention, LayerNorm, attention_reference, gelu, layer_norm
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-6), (torch.float64, 1e-12)])
@@ -101,3 +101,14 @@ def test_residual_off_drops_the_input():
     cfg = AndreaConfig(d_model=32, n_head=4, residual=False, layerscale=0.0)
     x = torch.randn(2, 5, 32)
     assert torch.equal(Block(cfg)(x), torch.zeros_like(x))  # lambda=0 and no "x +": nothing passes
+
+
+def test_andrea_layers_is_kept_as_a_name_of_model_layers():
+    """The documented import `from andrea.layers import layer_norm, gelu` still works after the
+    package was grouped into subpackages: andrea.layers is andrea.model.layers itself."""
+    import andrea.layers
+    import andrea.model.layers
+    from andrea.layers import gelu, layer_norm
+
+    assert andrea.layers is andrea.model.layers
+    assert layer_norm is andrea.model.layers.layer_norm and gelu is andrea.model.layers.gelu

@@ -19,7 +19,7 @@ from conftest import ROOT, need
 sys.path.insert(0, str(ROOT / "tools"))
 from pagemodel import LOAD_TF, RUN_CASE, Site  # noqa: E402
 
-from andrea.explorer import Setting, measure  # noqa: E402
+from andrea.views.explorer import Setting, measure  # noqa: E402
 from andrea.web.export import case, relative_difference  # noqa: E402
 from labui import CHROMIUM  # noqa: E402
 

@@ -25,7 +25,7 @@ def test_a_restated_provenance_replaces_the_figures_own():
 def test_same_look_names_lines_a_reader_cannot_tell_apart():
     import matplotlib.pyplot as plt
 
-    from andrea.plots import same_look
+    from andrea.views.legibility import same_look
 
     fig, (a, b, c) = plt.subplots(1, 3)
     a.plot([0, 1], [0, 1], color="C0", label="warmup")
@@ -51,7 +51,7 @@ def test_same_look_names_lines_a_reader_cannot_tell_apart():
 def test_book_png_raises_small_fonts_and_records_its_audit():
     import matplotlib.pyplot as plt
 
-    from andrea.plots import MIN_FONT_PX, SHOWN_AT_MOST_PX, book_png, png_audit
+    from andrea.views.legibility import MIN_FONT_PX, SHOWN_AT_MOST_PX, book_png, png_audit
 
     fig, ax = plt.subplots(figsize=(12, 3), dpi=100)  # 1200 px wide: shown at 640, scale 0.53
     ax.plot([0, 1], [0, 1], label="x")

@@ -196,7 +196,7 @@ def _explorer_state(pg, el_id):
 
 def test_static_explorer_controls_change_the_plotted_data(browser, server):
     """Settings on the shipped grid are drawn from the shipped torch rows, at once."""
-    from andrea.static_explorer import cached_grid_rows
+    from andrea.views.static_explorer import cached_grid_rows
 
     rows = cached_grid_rows()
     expected = {(r["lam"], r["depth"], r["norm"], r["res"]): r["ratio"] for r in rows if r["boundary"] == 0}
@@ -475,9 +475,9 @@ def _open(browser, server, path, width, dark=False):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_figure_text_is_at_least_nine_pixels_as_shown(site, browser, server, width):
-    """Every figure's smallest text (recorded in the PNG by andrea.plots.book_png), at the size
-    the page shows the figure: at least plots.MIN_FONT_PX on a desktop and on a phone."""
-    from andrea.plots import MIN_FONT_PX, png_audit
+    """Every figure's smallest text (recorded in the PNG by andrea.views.legibility.book_png), at the size
+    the page shows the figure: at least legibility.MIN_FONT_PX on a desktop and on a phone."""
+    from andrea.views.legibility import MIN_FONT_PX, png_audit
 
     small, unaudited, n = [], [], 0
     for path in site_pages():
@@ -493,16 +493,16 @@ def test_figure_text_is_at_least_nine_pixels_as_shown(site, browser, server, wid
                 small.append(f"{path}: {f['src'][-20:]} {shown:.1f} px")
         ctx.close()
     assert n > 20, f"only {n} figures found"
-    assert unaudited == [], f"figures not drawn through andrea.plots.book_png: {unaudited}"
+    assert unaudited == [], f"figures not drawn through andrea.views.legibility.book_png: {unaudited}"
     assert small == [], f"figure text below {MIN_FONT_PX} px at {width} px: {small}"
 
 
 def test_figure_lines_are_told_apart(site):
     """No figure has two named lines of one axis in the same colour and style, or several kinds
-    of line with nothing to name them (andrea.plots.same_look, recorded in each PNG)."""
+    of line with nothing to name them (andrea.views.legibility.same_look, recorded in each PNG)."""
     import json
 
-    from andrea.plots import png_audit
+    from andrea.views.legibility import png_audit
 
     bad = []
     for png in sorted((site / "_images").glob("*.png")):
@@ -609,7 +609,7 @@ def test_an_arm_has_one_colour_everywhere(site):
     import json
     from collections import defaultdict
 
-    from andrea.plots import png_audit
+    from andrea.views.legibility import png_audit
 
     seen = defaultdict(set)
     for png in sorted((site / "_images").glob("*.png")):

@@ -2,7 +2,7 @@
 
 `make test` re-runs, from scratch, the first 20 training steps of the seed run of every arm that
 decides a verdict (each grid's ``decisions``), natively and under torch's portable kernels (another
-CPU, emulated): they must match the stored losses within ``andrea.store.TOLERANCE``. It then re-runs a
+CPU, emulated): they must match the stored losses within ``andrea.evidence.store.TOLERANCE``. It then re-runs a
 sample of those runs in full, natively and emulated (``store.full_sample``: drawn from the commit's
 hash, about 150 s of stored training per commit, so that over commits every deciding run up to 100 s
 is re-run): natively the re-run must match the stored numbers; emulated, its final loss must stay
@@ -18,27 +18,27 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
-from andrea import experiments, store
+from andrea.evidence import evaluation, grids, store
 
-GRIDS = sorted(experiments.GRIDS)
+GRIDS = sorted(grids.GRIDS)
 
 
 @pytest.mark.parametrize("name", GRIDS)
 def test_stored_results_are_current_and_complete(name):
-    blob = store.load(experiments.grid(name), same_torch=True)  # StoreError (naming the file) if stale or malformed
+    blob = store.load(grids.grid(name), same_torch=True)  # StoreError (naming the file) if stale or malformed
     assert blob["torch"] and blob["device"] == "cpu" and blob["seconds"] > 0
-    rows = experiments.results(name)
-    assert len(rows) == len(experiments.grid(name).cells)
+    rows = evaluation.results(name)
+    assert len(rows) == len(grids.grid(name).cells)
     assert all(len(r["loss"]) == len(r["steps"]) for r in rows)
 
 
 def _first_steps(name):
-    return name, store.reproduce_first_steps(experiments.grid(name))
+    return name, store.reproduce_first_steps(grids.grid(name))
 
 
 def _full(job):
     name, i = job
-    return job, store.reproduce(experiments.grid(name), only=[i])
+    return job, store.reproduce(grids.grid(name), only=[i])
 
 
 def _pool():
@@ -51,7 +51,7 @@ def first_steps():
         return dict(pool.map(_first_steps, GRIDS))
 
 
-SAMPLE = store.full_sample(store.deciding_seconds([experiments.grid(n) for n in GRIDS]), store.sample_seed())
+SAMPLE = store.full_sample(store.deciding_seconds([grids.grid(n) for n in GRIDS]), store.sample_seed())
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_the_first_steps_of_every_deciding_run_reproduce_natively_and_on_portabl
 @pytest.mark.parametrize("job", SAMPLE, ids=[f"{n}-cell{i}" for n, i in SAMPLE])
 def test_a_sample_of_deciding_runs_reproduces_in_full_natively_and_on_portable_kernels(full_runs, job):
     r = full_runs[job]
-    g = experiments.grid(job[0])
+    g = grids.grid(job[0])
     [c] = r["cells"]
     m, e = c["margin"], c.get("emulated", {})
     if m["kind"] == "interval":
@@ -95,7 +95,7 @@ def test_a_sample_of_deciding_runs_reproduces_in_full_natively_and_on_portable_k
 
 
 def test_the_full_sample_is_drawn_from_the_commit_and_covers_every_short_run_over_commits():
-    seconds = store.deciding_seconds([experiments.grid(n) for n in GRIDS])
+    seconds = store.deciding_seconds([grids.grid(n) for n in GRIDS])
     a, b = store.full_sample(seconds, "commit-a"), store.full_sample(seconds, "commit-b")
     assert a == store.full_sample(seconds, "commit-a") and a != b
     for sample in (a, b):
@@ -115,7 +115,7 @@ def test_changed_first_steps_are_caught(tmp_path, monkeypatch):
     import json
 
     name = "ch2_norm_lr"
-    g = experiments.grid(name)
+    g = grids.grid(name)
     real = json.loads(store.path(name).read_text())
     [(_, i), *_] = store.deciding_cells(g)
     original = copy.deepcopy(real)
@@ -151,7 +151,7 @@ def test_a_changed_result_is_caught(tmp_path, monkeypatch):
     import json
 
     name = "ch5_activation"
-    g = experiments.grid(name)
+    g = grids.grid(name)
     real = json.loads(store.path(name).read_text())
     i = g.index(g.decisions[0].rerun_label())
     fresh = copy.deepcopy(real["cells"][i]["result"])  # what a re-run would give (it is deterministic)
@@ -177,9 +177,9 @@ def test_a_verdict_closer_to_flipping_than_the_kernel_tolerance_is_reported_as_i
     inconclusive, saying why."""
     import dataclasses
 
-    from andrea import verdict
+    from andrea.evidence import verdict
 
-    g = experiments.grid("ch1_residual")
+    g = grids.grid("ch1_residual")
     dec = g.decisions[0]
     m = store.margin(g, dec)
     assert m["label"] == m["robust_label"] == "confirmed" and m["distance"] > m["widening"]  # robust today
@@ -196,7 +196,7 @@ def test_results_of_another_torch_version_are_shown_with_a_warning_not_refused(t
     import json
 
     name = "ch5_activation"
-    g = experiments.grid(name)
+    g = grids.grid(name)
     blob = json.loads(store.path(name).read_text())
     blob["key"] = blob["key"].replace("-torch2.13.0-", "-torch2.9.1-")
     monkeypatch.setattr(store, "RESULTS", tmp_path)
@@ -212,7 +212,7 @@ def test_results_of_another_torch_version_are_shown_with_a_warning_not_refused(t
 
 
 def test_the_explorers_shipped_measurements_are_current_and_exact():
-    from andrea import explorer as E
+    from andrea.views import explorer as E
 
     E._SHIPPED = None
     assert E.shipped().problem is None, E.shipped().problem
@@ -235,7 +235,7 @@ def test_the_explorers_shipped_measurements_hold_on_portable_kernels_too():
 
     code = """
 import json, numpy as np
-from andrea import explorer as E
+from andrea.views import explorer as E
 worst = 0.0
 for s in (E.Setting(depth=12), E.Setting(depth=48, norm="post", layerscale=1e-6), E.Setting(depth=37),
           E.Setting(depth=96, norm="post"), E.Setting(depth=96, layerscale=1.0)):

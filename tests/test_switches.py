@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from andrea import Andrea, AndreaConfig, count_parameters, gradient_flow, random_batch
-from andrea.config import deepnet, rezero
+from andrea.model.config import deepnet, rezero
 
 C = AndreaConfig(vocab_size=97, context_length=16, d_model=64, n_head=4, n_layer=6)
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from andrea import Andrea, AndreaConfig
-from andrea.data import load_token_data
-from andrea.model import read_checkpoint
-from andrea.train import TrainConfig, lr_at, make_optimizer, sample, train
+from andrea.model.transformer import read_checkpoint
+from andrea.training.data import load_token_data
+from andrea.training.train import TrainConfig, lr_at, make_optimizer, sample, train
 
 CFG = AndreaConfig(vocab_size=256, context_length=32, d_model=32, n_layer=2, n_head=2)
 T = TrainConfig(steps=6, batch_size=4, seq_len=16, lr=3e-3, warmup=2, eval_every=3, eval_batches=2)
@@ -86,7 +86,7 @@ def test_bad_train_config():
 
 def _cli(*args, **kw):
     return subprocess.run(
-        [sys.executable, "-m", "andrea.train", *args], capture_output=True, text=True, timeout=300, **kw
+        [sys.executable, "-m", "andrea.training.train", *args], capture_output=True, text=True, timeout=300, **kw
     )
 
 
@@ -147,7 +147,7 @@ def test_ctrl_c_leaves_a_usable_checkpoint(small_corpus, tmp_path):
         [
             sys.executable,
             "-m",
-            "andrea.train",
+            "andrea.training.train",
             "--preset",
             "tiny-bytes",
             "--corpus",
@@ -189,7 +189,7 @@ def test_ddp_two_processes_gloo(small_corpus, tmp_path):
         torchrun
         + [
             "-m",
-            "andrea.train",
+            "andrea.training.train",
             "--preset",
             "tiny-bytes",
             "--corpus",

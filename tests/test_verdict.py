@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from andrea import verdict as V
+from andrea.evidence import verdict as V
 
 
 def test_t_quantiles_match_the_table_and_converge_to_the_normal():
@@ -148,7 +148,7 @@ def test_equivalence_needs_the_whole_interval_inside_the_margin():
 def test_another_cpus_rounding_is_added_to_the_noise_a_verdict_is_decided_on():
     import math
 
-    from andrea.verdict import compare, equivalent, interval
+    from andrea.evidence.verdict import compare, equivalent, interval
 
     d = [0.30, 0.32, 0.28, 0.31, 0.29]  # interval about [0.28, 0.32]
     assert compare(d, "positive").label == "confirmed"
@@ -170,10 +170,10 @@ def test_another_cpus_rounding_is_added_to_the_noise_a_verdict_is_decided_on():
 def test_stored_differences_carry_their_grids_kernel_tolerance_into_the_verdict():
     import math
 
-    from andrea import experiments, store
-    from andrea.verdict import compare
+    from andrea.evidence import evaluation, store
+    from andrea.evidence.verdict import compare
 
-    rows = experiments.results("ch5_activation")
+    rows = evaluation.results("ch5_activation")
     d = store.paired(
         rows,
         "final_val_loss",

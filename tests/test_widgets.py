@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import traitlets
 
-from andrea import explorer as E
-from andrea.widgets import GradientFlowExplorer
+from andrea.views import explorer as E
+from andrea.views.widgets import GradientFlowExplorer
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_bad_values_are_refused_with_clear_messages():
 def test_static_grid_and_spec():
     import altair as alt
 
-    from andrea.static_explorer import StaticExplorer, cached_grid_rows
+    from andrea.views.static_explorer import StaticExplorer, cached_grid_rows
 
     rows = cached_grid_rows()
     per_depth = len(E.GRID_LAMBDAS) * len(E.GRID_NORMS) * len(E.GRID_RESIDUALS)
@@ -142,7 +142,7 @@ def test_explorer_figure_keeps_every_label_inside_the_image(settings):
     """Issue 13, item 2: no axis label, tick label, title, legend or provenance text is cut off."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from andrea.plots import style
+    from andrea.views.plots import style
 
     w = GradientFlowExplorer(**settings)
     fig = w._figure.fig

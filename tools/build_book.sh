@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export ANDREA_CACHE="${ANDREA_CACHE:-$PWD/.cache/andrea}"   # tokenizer, experiment results, explorer grid
 export ANDREA_BOOK_BUILD=1   # no progress bars in the executed pages
 mkdir -p _build
-hash=$(cat andrea/*.py andrea/*/*.py andrea/results/*.json andrea/results/*/* | sha256sum | cut -c1-16)
+hash=$(find andrea -type f \( -name '*.py' -o -path 'andrea/results/*' \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 if [ "$(cat _build/.andrea-hash 2>/dev/null)" != "$hash" ]; then
   rm -rf _build/.jupyter_cache _build/html _build/jupyter_execute _build/.doctrees
   echo "$hash" > _build/.andrea-hash

@@ -151,8 +151,8 @@ def step_agreement() -> dict:
     import torch
 
     from andrea import Andrea, AndreaConfig, gradient_flow, random_batch
-    from andrea.data import load_token_data
-    from andrea.train import TrainConfig, train
+    from andrea.training.data import load_token_data
+    from andrea.training.train import TrainConfig, train
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -188,8 +188,8 @@ def step_train_120m() -> dict:
     import torch.nn.functional as F
 
     from andrea import ANDREA_120M, Andrea, random_batch
-    from andrea.bench import step_flops
-    from andrea.train import TrainConfig, make_optimizer
+    from andrea.training.train import TrainConfig, make_optimizer
+    from andrea.views.bench import step_flops
 
     name = torch.cuda.get_device_name()
     peak, key = peak_for(name)
@@ -243,7 +243,7 @@ def ddp_command(n: int, device: str, steps: int, corpus: Path, out: str, port: i
         f"--nproc_per_node={n}",
         f"--master_port={port}",
         "-m",
-        "andrea.train",
+        "andrea.training.train",
         "--preset",
         "tiny-bytes",
         "--corpus",
@@ -286,7 +286,7 @@ def step_explorer() -> dict:
 
     import torch
 
-    from andrea import explorer as E
+    from andrea.views import explorer as E
 
     s = E.Setting(depth=96, width=768)
     E.measure(s, "cuda")
@@ -421,7 +421,7 @@ def rehearse_tests() -> str:
 
 
 def rehearse_agreement() -> str:
-    from andrea.data import load_token_data
+    from andrea.training.data import load_token_data
 
     return f"load_token_data('bytes'): {len(load_token_data('bytes').train):,} training tokens"
 
@@ -434,7 +434,7 @@ def rehearse_ddp() -> str:
 
 
 def rehearse_explorer() -> str:
-    from andrea import explorer as E
+    from andrea.views import explorer as E
 
     r = E.measure(E.Setting(depth=2), "cpu")
     return f"probe at width {E.DEFAULT_WIDTH}, depth 2 on the CPU: status {r.status}"

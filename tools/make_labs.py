@@ -47,7 +47,7 @@ right on the page.
     code(INSTALL, tags=["remove-cell"]),
     code("""
 from andrea import pick_device
-from andrea.notebook import setup
+from andrea.views.notebook import setup
 device = setup(seed=0)
 print("running on", device)
 """),
@@ -63,7 +63,7 @@ got and labelled *diverged*; a gradient that underflows to zero is labelled *van
 """),
     code(
         """
-from andrea.widgets import GradientFlowExplorer
+from andrea.views.widgets import GradientFlowExplorer
 explorer = GradientFlowExplorer(depth=24, layerscale=None, norm="pre")
 explorer
 """,
@@ -75,7 +75,7 @@ in a notebook it is drawn by the notebook's own Vega-Lite renderer):
 """),
     code(
         """
-from andrea.static_explorer import StaticExplorer
+from andrea.views.static_explorer import StaticExplorer
 StaticExplorer(depth=24, layerscale=None, norm="pre", name="explorer-lab1")
 """,
         tags=["remove-input"],
@@ -84,13 +84,13 @@ StaticExplorer(depth=24, layerscale=None, norm="pre", name="explorer-lab1")
 ## Guided questions
 
 Each question has a cell that answers it with the same functions the explorer uses
-(`andrea.explorer.probe`), so you can check what you saw.
+(`andrea.views.explorer.probe`), so you can check what you saw.
 
 **1.** Set the depth to 96 and switch the residual path off. What happens to the gradient at the
 embeddings? Switch the norm placement between *pre*, *post* and *none*.
 """),
     code("""
-from andrea import explorer as E
+from andrea.views import explorer as E
 for norm in ("pre", "post", "none"):
     r = E.probe(E.Setting(depth=96, residual=False, norm=norm))
     print(f"{norm:5s} residual off, 96 blocks: {E.summary(r)}")
@@ -145,7 +145,7 @@ Train a small ANDREA on the documentation that ships with Python (about 2 MB of 
 topics of `pydoc_data` and the standard library's docstrings), watch the loss, sample some text, and
 then compare the gradient flow of the trained model with the untrained one.
 
-The same code trains the full ANDREA-120M on a GPU (`python -m andrea.train --preset andrea-120m`);
+The same code trains the full ANDREA-120M on a GPU (`python -m andrea.training.train --preset andrea-120m`);
 here we use the `tiny` preset (width 128, 4 blocks), which takes about a minute on a laptop CPU.
 """),
     code(INSTALL, tags=["remove-cell"]),
@@ -153,11 +153,11 @@ here we use the `tiny` preset (width 128, 4 blocks), which takes about a minute 
 from dataclasses import replace
 import torch
 from andrea import Andrea, count_parameters, gradient_flow
-from andrea.data import load_token_data, python_docs_corpus, corpus_stats
-from andrea.notebook import setup
+from andrea.training.data import load_token_data, python_docs_corpus, corpus_stats
+from andrea.views.notebook import setup
 from andrea.progress import show_progress
-from andrea.train import PRESETS, sample, train
-from andrea import plots
+from andrea.training.train import PRESETS, sample, train
+from andrea.views import plots
 device = setup(seed=0)
 print("training on", device)
 """),

@@ -7,7 +7,7 @@ from a control change to the redrawn chart?):
 
 ``Site`` serves book/_static (with its vendored TensorFlow.js, tools/vendor_js.py) and one page that
 holds chapter 7's static explorer, on 127.0.0.1, to a browser whose every other request is blocked.
-No book build is needed: the page is written from ``andrea.static_explorer`` as the chapter writes it.
+No book build is needed: the page is written from ``andrea.views.static_explorer`` as the chapter writes it.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ RUN_CASE = """([c, wiring]) => {
 
 
 def explorer_page(depth: int = 24, layerscale=1e-5, norm: str = "pre") -> str:
-    from andrea.static_explorer import StaticExplorer
+    from andrea.views.static_explorer import StaticExplorer
 
     body = StaticExplorer(depth=depth, layerscale=layerscale, norm=norm, name=EXPLORER_ID[len("andrea-") :]).html()
     scripts = "".join(

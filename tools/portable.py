@@ -5,7 +5,7 @@ or torch's portable C++ kernels), another thread count. Those change the last bi
 sum, and a few hundred training steps can grow such bits into visible differences. This tool
 executes every page of the book (chapters, labs, appendix) in a fresh kernel under a chosen
 emulation, by default torch's portable kernels (``ATEN_CPU_CAPABILITY=default``) with MKL's AVX2
-code path for matrix products (``andrea.store.EMULATED``), on one thread, with an empty cache (nothing
+code path for matrix products (``andrea.evidence.store.EMULATED``), on one thread, with an empty cache (nothing
 computed earlier is reused), and compares every reading with another run:
 
 * every glued value (``{glue:text}`name```): its words must be identical, its numbers must agree
@@ -231,7 +231,7 @@ def undeclared(readings: dict[str, dict[str, str]]) -> list[str]:
 # Readings of an executed page
 # ---------------------------------------------------------------------------------------------
 class _Tables(html.parser.HTMLParser):
-    """The rows of the "Checking the claims" tables in an HTML output (andrea.notebook.ClaimsTable)."""
+    """The rows of the "Checking the claims" tables in an HTML output (andrea.views.notebook.ClaimsTable)."""
 
     def __init__(self):
         super().__init__()
@@ -338,7 +338,7 @@ def emulation(capability: str, threads: int) -> dict:
     """The environment of a kernel that runs like another machine."""
     env = {"ANDREA_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     if capability != "native":
-        from andrea.store import EMULATED  # the same emulation as the results store's re-runs
+        from andrea.evidence.store import EMULATED  # the same emulation as the results store's re-runs
 
         env.update(EMULATED, ATEN_CPU_CAPABILITY=capability)
     return env
@@ -374,7 +374,7 @@ def run_pages(
     jobs = jobs or max(1, cores // threads)
     # the shared caches (corpus, tokenizers) are built once, under the emulation, before the pages run
     subprocess.run(
-        [sys.executable, "-c", "from andrea.data import load_token_data as f; f('bytes'); f('bpe')"],
+        [sys.executable, "-c", "from andrea.training.data import load_token_data as f; f('bytes'); f('bpe')"],
         env=env,
         check=True,
         cwd=ROOT,

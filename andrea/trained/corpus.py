@@ -3,7 +3,7 @@
 The package installs the reStructuredText sources of the documentation of Python 3.11 (the
 tutorial, the library and language references, the HOWTOs, the FAQ, the C API, "What's new") under
 ``/usr/share/doc/python3.11/html/_sources``: 12 MB of English with Python in it, licensed under the
-PSF License (``/usr/share/doc/python3.11-doc/copyright``). The book's own corpus (``andrea.data``,
+PSF License (``/usr/share/doc/python3.11-doc/copyright``). The book's own corpus (``andrea.training.data``,
 2 MB) is too small to train twelve blocks without memorising it.
 
 The held-out split is by *file*: a file whose path hashes to 0 modulo 10 is validation, so no page
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..data import TokenData, get_tokenizer
 from ..files import cache_dir, read_cached, source_hash, write_cached
+from ..training.data import TokenData, get_tokenizer
 
 DOCS_ROOT = Path("/usr/share/doc/python3.11/html/_sources")
 PACKAGE = "python3.11-doc"
@@ -93,7 +93,7 @@ def manual_docs() -> list[Doc]:
 
 
 def _code() -> str:
-    return source_hash(["data", "trained.corpus"])
+    return source_hash(["training.data", "trained.corpus"])
 
 
 def corpus_digest(docs: list[Doc]) -> str:

@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..plots import PALETTE, REFERENCE_GREY, _styled, provenance
+from ..views.plots import PALETTE, REFERENCE_GREY, _styled, provenance
 from .probes import BANDS, CALIBRATIONS, TASKS
 
 TRAINED = PALETTE[0]

@@ -23,9 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..layers import Block, LayerNorm
-from ..model import Andrea
-from ..probe import capture_residual_stream
+from ..measure.probe import capture_residual_stream
+from ..model.layers import Block, LayerNorm
+from ..model.transformer import Andrea
 
 GELU_WINDOW = 3.0  # |x| below which GELU and ReLU differ visibly (chapter 5)
 NEAR_ZERO = 0.05  # |GELU(x)| below this counts as "off"

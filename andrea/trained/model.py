@@ -29,10 +29,10 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..config import ANDREA_120M, AndreaConfig
 from ..files import atomic_write_bytes, atomic_write_text
-from ..model import Andrea
-from ..train import TrainConfig, train
+from ..model.config import ANDREA_120M, AndreaConfig
+from ..model.transformer import Andrea
+from ..training.train import TrainConfig, train
 from . import corpus, probes
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "trained"
@@ -63,8 +63,8 @@ class NotShipped(FileNotFoundError):
 def key() -> str:
     """What decides the trained weights: the training code (the results store's modules), the two
     configs and the corpus's file list and split. A log with another key is stale."""
+    from ..evidence.store import CODE_MODULES
     from ..files import source_hash
-    from ..store import CODE_MODULES
 
     spec = json.dumps([CONFIG.to_dict(), asdict(TRAIN), corpus.VAL_MODULUS, sorted(corpus.MANUALS.items())])
     return f"{source_hash(CODE_MODULES)}-{hashlib.sha256(spec.encode()).hexdigest()[:16]}"
@@ -139,7 +139,7 @@ def eval_set() -> dict:
 
 def write_eval_set() -> Path:
     """(Re)make the evaluation set from the manuals and the standard library (needs the corpus)."""
-    from ..data import get_tokenizer
+    from ..training.data import get_tokenizer
 
     probes.save_eval_set(probes.make_eval_set(corpus.manual_docs(), get_tokenizer("bpe")), EVAL)
     return EVAL

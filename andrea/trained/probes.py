@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..probe import capture_residual_stream
+from ..measure.probe import capture_residual_stream
 
 WINDOW = 256
 BANDS = {"early": (1, 2, 3), "middle": (4, 5, 6, 7, 8), "late": (9, 10, 11, 12)}
@@ -362,7 +362,7 @@ def decide_task(task: Task, result: dict):
     paired over probe seeds, every regime required: the trained model's selectivity, averaged over
     the band's boundaries, is higher in the predicted band than in each other band, and higher there
     than the untrained model's (training, not the architecture, puts it there)."""
-    from .. import verdict as V
+    from ..evidence import verdict as V
 
     tr, un = band_means(selectivity(result["trained"])), band_means(selectivity(result["untrained"]))
     b = task.band
@@ -382,7 +382,7 @@ def decide_all(found: dict) -> dict:
     """Every task's (verdict, regimes); a claim task whose band's calibration the rule does not
     confirm is not testable (the rule cannot place a known property in that band), and one in a
     band without a calibration says so in its reason."""
-    from .. import verdict as V
+    from ..evidence import verdict as V
 
     out = {t.name: decide_task(t, found[t.name]) for t in TASKS}
     calibrated = {band: out[name][0].label == "confirmed" for band, name in CALIBRATIONS.items()}
@@ -416,7 +416,7 @@ def decide_claim(decided: dict):
     task sits in its band; qualified if some do and the opposite was measured for others; not
     reproduced if none does and some go against; not testable if no task could be decided;
     inconclusive otherwise."""
-    from .. import verdict as V
+    from ..evidence import verdict as V
 
     untestable = [k for k, d in decided.items() if d[0].label == "not testable"]
     held = [k for k, d in decided.items() if d[0].label == "confirmed"]

@@ -1,8 +1,8 @@
 """Weights, batch and torch's measurement of an explorer setting, for the model in the page.
 
 The site's JavaScript model (``book/_static/andrea_flow.js``, on TensorFlow.js) is tested against
-the torch model by loading the very weights and batch that ``andrea.explorer.measure`` uses and
-comparing the per-boundary statistics of ``andrea.probe.gradient_flow``. This module hands them
+the torch model by loading the very weights and batch that ``andrea.views.explorer.measure`` uses and
+comparing the per-boundary statistics of ``andrea.measure.probe.gradient_flow``. This module hands them
 over in a form a page can read: float32 arrays as base64, token ids as lists.
 """
 
@@ -13,9 +13,9 @@ import base64
 import numpy as np
 import torch
 
-from ..explorer import BATCH, SEQ, Setting
-from ..model import Andrea
-from ..probe import gradient_flow, random_batch
+from ..measure.probe import gradient_flow, random_batch
+from ..model.transformer import Andrea
+from ..views.explorer import BATCH, SEQ, Setting
 
 JS_WIDTHS = (32, 64, 96, 128)  # the widths the page's model accepts
 

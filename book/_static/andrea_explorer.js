@@ -1,6 +1,6 @@
 /* The gradient-flow explorer on the book's site: its controls, and where each curve comes from.
  *
- * andrea.static_explorer writes the chart (a Vega-Lite spec whose dataset "rows" holds the shipped
+ * andrea.views.static_explorer writes the chart (a Vega-Lite spec whose dataset "rows" holds the shipped
  * torch measurements of the static grid) and calls AndreaExplorer.mount. A setting on the grid is
  * drawn from those rows at once. Any other setting (any lambda_0, any depth 1-96, width, seed) is
  * measured in the page: andrea_worker.js runs ANDREA's forward and backward pass on TensorFlow.js,

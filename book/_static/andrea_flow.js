@@ -1,8 +1,8 @@
 /* ANDREA's gradient-flow probe in the browser, on TensorFlow.js.
  *
- * The same model as andrea/model.py and andrea/layers.py, at the explorer's settings (GELU-tanh
+ * The same model as andrea/model/transformer.py and andrea/model/layers.py, at the explorer's settings (GELU-tanh
  * MLP, causal multi-head attention with 32-dimensional heads, learned position embeddings, a tied
- * output head, biases, LayerNorm eps 1e-5), and the same measurement as andrea.probe.gradient_flow:
+ * output head, biases, LayerNorm eps 1e-5), and the same measurement as andrea.measure.probe.gradient_flow:
  * one forward and backward pass on a fixed batch, the RMS of the residual stream and of the loss's
  * gradient with respect to it at every block boundary (0 = the embeddings' output, i = block i's
  * output). The gradient comes from TensorFlow.js's automatic differentiation (tf.grads); nothing
@@ -23,7 +23,7 @@
 
   function fail(msg) { throw new Error("andrea_flow: " + msg); }
 
-  /* A setting, checked: the same ranges as andrea.explorer.Setting (widths 32-128 here). */
+  /* A setting, checked: the same ranges as andrea.views.explorer.Setting (widths 32-128 here). */
   function checkSetting(s) {
     var out = {
       width: s.width === undefined ? 128 : s.width,
@@ -114,7 +114,7 @@
     return {idx: idx, targets: tgt};
   }
 
-  /* The RMS of a float32 array, accumulated in float64 (as andrea.probe._rms does). */
+  /* The RMS of a float32 array, accumulated in float64 (as andrea.measure.probe._rms does). */
   function rms(a) {
     var sq = 0;
     for (var i = 0; i < a.length; i++) sq += a[i] * a[i];

@@ -1,7 +1,7 @@
 """Running one cell of a grid: train it from scratch, diagnose it, return a row of plain numbers.
 
 This is the code whose hash keys the results store (with the model, training and data modules):
-``andrea.store`` decides *which* runs to make and keeps them; this module decides *what a run
+``andrea.evidence.store`` decides *which* runs to make and keeps them; this module decides *what a run
 computes*. A cell is seeded and trains on ``threads`` CPU threads, so its numbers depend only on
 the code, the torch version and the machine's floating-point kernels.
 """
@@ -41,7 +41,7 @@ def _make_stream_monitor(data, model_cfg):
     validation batch; and the RMS of the largest weight matrix."""
     import torch
 
-    from .probe import capture_residual_stream
+    from ..measure.probe import capture_residual_stream
 
     g = torch.Generator().manual_seed(123)
     x, _ = data.batch("val", 4, min(64, model_cfg.context_length), g)
@@ -72,9 +72,9 @@ def run_cell(cell, threads: int = 1) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from .config import AndreaConfig
-    from .data import load_token_data
-    from .train import TrainConfig, train
+    from ..model.config import AndreaConfig
+    from ..training.data import load_token_data
+    from ..training.train import TrainConfig, train
 
     torch.set_num_threads(threads)
     data = load_token_data(cell.tokenizer)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .model import Andrea
+from ..model.transformer import Andrea
 
 
 @dataclass
@@ -142,7 +142,7 @@ def random_batch(vocab_size: int, batch: int, seq: int, seed: int = 0, device="c
     """A seeded batch of uniformly random token ids and next-token targets, (B, T) each.
 
     At initialisation the per-layer statistics barely depend on which tokens go in, so the
-    explorers use this; the training chapters use real text (``andrea.data``).
+    explorers use this; the training chapters use real text (``andrea.training.data``).
     """
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, vocab_size, (batch, seq + 1), generator=g)

@@ -14,10 +14,10 @@ from typing import Sequence, cast
 import numpy as np
 import torch
 
+from ..model.config import AndreaConfig, rezero
+from ..model.layers import LayerNorm
+from ..model.transformer import Andrea
 from .analysis import blocks, fresh_model, rank_collapse, small, stream_rms
-from .config import AndreaConfig, rezero
-from .layers import LayerNorm
-from .model import Andrea
 from .probe import gradient_flow, random_batch
 
 VOCAB, SEQ = 8449, 32

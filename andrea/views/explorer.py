@@ -21,10 +21,10 @@ from typing import Optional
 import numpy as np
 import torch
 
-from .config import ANDREA_120M, AndreaConfig
-from .files import atomic_write_text, source_hash
-from .model import Andrea
-from .probe import GradientReport, gradient_flow, random_batch
+from ..files import atomic_write_text, source_hash
+from ..measure.probe import GradientReport, gradient_flow, random_batch
+from ..model.config import ANDREA_120M, AndreaConfig
+from ..model.transformer import Andrea
 
 # LayerScale lambda choices: off, then quarter decades from 1e-6 to 1 (1e-6, 1.78e-6, 3.16e-6, ...).
 LAMBDA_CHOICES: tuple = (None,) + tuple(float(f"{10 ** (-6 + k / 4):.3g}") for k in range(25))
@@ -183,7 +183,7 @@ def shipped_key() -> str:
     )
     import hashlib
 
-    code = source_hash(["config", "layers", "model", "probe", "explorer"])
+    code = source_hash(["model.config", "model.layers", "model.transformer", "measure.probe", "views.explorer"])
     return f"{code}-{hashlib.sha256(spec.encode()).hexdigest()[:12]}"
 
 
@@ -238,7 +238,7 @@ _SHIPPED: Optional[Shipped] = None
 def _load_shipped() -> Shipped:
     import warnings
 
-    from .store import path
+    from ..evidence.store import path
 
     p = path(SHIPPED)
     if not p.is_file():
@@ -278,7 +278,7 @@ def shipped() -> Shipped:
 def build_shipped(progress=None) -> dict:
     """Measure every grid setting and every depth's reference on the CPU; write the shipped file."""
     global _SHIPPED
-    from .store import path
+    from ..evidence.store import path
 
     todo = grid_settings() + [s for s in reference_settings() if s not in set(grid_settings())]
     rows = {}

@@ -19,9 +19,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import ANDREA_120M, AndreaConfig
-from .model import Andrea
-from .probe import gradient_flow, random_batch
+from ..measure.probe import gradient_flow, random_batch
+from ..model.config import ANDREA_120M, AndreaConfig
+from ..model.transformer import Andrea
 
 
 def _timeit(fn, warmup=2, reps=7):
@@ -221,8 +221,8 @@ def bench_120m(rows):
 
 
 def bench_train_tiny(rows):
-    from .data import load_token_data
-    from .train import PRESETS, train
+    from ..training.data import load_token_data
+    from ..training.train import PRESETS, train
 
     mc, tc, tok = PRESETS["tiny"]
     data = load_token_data(tok)

@@ -100,7 +100,7 @@ class Verdict:
 
 def _kernel_sd(diffs, kernel_sd) -> float:
     """The extra noise for ``diffs``: given, or what other CPU kernels would add to a paired difference
-    of two stored runs (``andrea.store.Paired`` carries its grid's kernel tolerance ``s``, the size of
+    of two stored runs (``andrea.evidence.store.Paired`` carries its grid's kernel tolerance ``s``, the size of
     one run's change; a difference of two runs changes with standard deviation sqrt(2) s), or 0."""
     if kernel_sd is not None:
         if kernel_sd < 0 or not math.isfinite(kernel_sd):

@@ -2,7 +2,7 @@
 several inputs against the package or against a fresh measurement, and returns a ``Check`` that
 prints what went right or wrong (and is truthy only when everything passed).
 
-    from andrea.exercises import check_layer_norm_std
+    from andrea.views.exercises import check_layer_norm_std
     check_layer_norm_std(my_prediction)
 
 The reader's function always gets copies of the inputs (so it may work in place), and the answer
@@ -12,104 +12,17 @@ the real model and accept an answer within a stated tolerance of the measurement
 
 from __future__ import annotations
 
-import copy
 import math
-import traceback
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional
+from dataclasses import replace
+from typing import Any, Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import ANDREA_120M, AndreaConfig
-from .model import Andrea, count_layer_norms, count_parameters
-
-
-@dataclass
-class Check:
-    ok: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    def __repr__(self) -> str:
-        return ("✓ " if self.ok else "✗ ") + self.message
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(repr(self))
-
-
-def _run(name: str, cases, fn: Callable, compare) -> Check:
-    """Call fn on each case; compare(got, case) returns None if right or a message if wrong.
-
-    The reader's function gets deep copies of the case's arguments: it may work in place (as
-    ``x.mul_(...)`` does) without failing, and whatever it does to its inputs cannot change the
-    answer it is judged against, which ``compare`` computes from the untouched originals.
-    """
-    if not callable(fn):
-        return Check(False, f"{name}: expected a function to check, got {type(fn).__name__}")
-    for i, case in enumerate(cases, 1):
-        args = copy.deepcopy(case["args"])
-        try:
-            got = fn(*args)
-        except Exception as e:  # the reader's code raised: say where
-            tb = traceback.format_exception_only(type(e), e)[-1].strip()
-            return Check(False, f"{name}: case {i} ({case['desc']}) raised {tb}")
-        problem = compare(got, case)
-        if problem:
-            return Check(False, f"{name}: case {i} ({case['desc']}): {problem}")
-    return Check(True, f"{name}: all {len(cases)} cases pass")
-
-
-def _close(got, want, tol: float):
-    if isinstance(got, torch.Tensor):
-        got = got.detach()
-    if not isinstance(got, torch.Tensor):
-        return f"expected a torch.Tensor, got {type(got).__name__}"
-    if got.shape != want.shape:
-        return f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}"
-    if not torch.isfinite(got).all():
-        return "the result has inf/NaN"
-    err = float((got.double() - want.double()).abs().max())
-    if err > tol:
-        return f"max abs difference {err:.3g} (tolerance {tol:g})"
-    return None
-
-
-def _number(got) -> Optional[float]:
-    try:
-        v = float(got)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def _within(got, want: float, rel: float, what: str = "") -> Optional[str]:
-    """None if ``got`` is a number within ``rel`` (relative) of ``want``, else what is wrong."""
-    v = _number(got)
-    if v is None:
-        return f"expected a finite number, got {got!r}"
-    if abs(v - want) > rel * abs(want):
-        off = abs(v - want) / abs(want)
-        return f"{what}predicted {v:.4g}, measured {want:.4g} (off by {off:.0%}; within {rel:.0%} passes)"
-    return None
-
-
-def _small(d=32, **kw) -> AndreaConfig:
-    return replace(ANDREA_120M, vocab_size=64, context_length=16, d_model=d, n_head=4, n_layer=3, **kw)
-
-
-def _fresh(cfg: AndreaConfig, seed: int = 0) -> Andrea:
-    torch.manual_seed(seed)
-    return Andrea(cfg)
-
-
-def _tokens(vocab: int, batch: int, seq: int, seed: int):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, vocab, (batch, seq + 1), generator=g)
-    return ids[:, :-1], ids[:, 1:]
+from ..model.config import ANDREA_120M
+from ..model.transformer import Andrea, count_layer_norms, count_parameters
+from .checks import Check, _close, _fresh, _number, _run, _small, _tokens, _within
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,7 +31,7 @@ def _tokens(vocab: int, batch: int, seq: int, seed: int):
 def check_stream_decomposition(fn: Callable) -> Check:
     """fn(model, idx) -> list [embedding, delta_1, ..., delta_n] (tensors (B, T, C)) whose sum is
     the last block's output."""
-    from .analysis import stream_contributions
+    from ..measure.analysis import stream_contributions
 
     cases = []
     for seed, n in ((0, 3), (1, 5)):
@@ -158,7 +71,7 @@ def check_stream_growth(fn: Callable) -> Check:
     """fn(embedding_rms, delta_rms, n_blocks) -> the predicted RMS of the stream after n_blocks, if
     each block adds a delta of RMS delta_rms uncorrelated with everything before it. Judged against
     fresh pre-norm stacks of 3 depths, with the measured embedding and mean delta RMS (5 %)."""
-    from .analysis import stream_contributions
+    from ..measure.analysis import stream_contributions
 
     cases = []
     for depth in (4, 12, 36):
@@ -173,7 +86,7 @@ def check_stream_growth(fn: Callable) -> Check:
 
 def check_embedding_gradient(fn: Callable) -> Check:
     """fn(model, idx, targets) -> float: RMS of dLoss/d(embedding output), the input to block 1."""
-    from .probe import gradient_flow
+    from ..measure.probe import gradient_flow
 
     cases = []
     for seed, kw in ((0, {}), (1, {"residual": False}), (2, {"norm": "post"})):
@@ -260,7 +173,7 @@ def check_count_layer_norms(fn: Callable) -> Check:
 def check_post_norm_jump(fn: Callable) -> Check:
     """fn(embedding_rms) -> the predicted ratio of the gradient RMS at the embeddings to that at
     boundary 1 in a post-norm stack. Judged against gradient_flow at three init scales (5 %)."""
-    from .probe import gradient_flow
+    from ..measure.probe import gradient_flow
 
     cases = []
     for std in (0.01, 0.02, 0.05):
@@ -281,7 +194,7 @@ def check_post_norm_jump(fn: Callable) -> Check:
 def check_lr_schedule(fn: Callable) -> Check:
     """fn(step, steps, warmup, lr, min_lr_ratio) -> learning rate: linear warmup over ``warmup``
     steps (step 0 gets lr/warmup), then cosine decay to lr*min_lr_ratio at ``steps``."""
-    from .train import TrainConfig, lr_at
+    from ..training.train import TrainConfig, lr_at
 
     cases = []
     for steps, warmup, lr, ratio in ((100, 10, 1e-3, 0.1), (50, 0, 3e-3, 0.0), (200, 50, 6e-4, 0.1)):
@@ -312,7 +225,7 @@ def check_prediction(question: str, answer: Any) -> Check:
       GPT-2's initialisation: answer "pre" or "post" (measured over 2 seeds with
       ``analysis.output_change``)."""
     if question == "amplification":
-        from .analysis import output_change, small
+        from ..measure.analysis import output_change, small
 
         if answer not in ("pre", "post"):
             return Check(False, f"answer 'pre' or 'post', got {answer!r}")
@@ -330,7 +243,7 @@ def check_prediction(question: str, answer: Any) -> Check:
 # ---------------------------------------------------------------------------------------------
 def check_mlp_params(fn: Callable) -> Check:
     """fn(d_model, mlp_dim, bias) -> parameters of one (non-gated) MLP: W_1, b_1, W_2, b_2."""
-    from .layers import MLP
+    from ..model.layers import MLP
 
     cases = []
     for d, h, bias in ((768, 3072, True), (768, 3072, False), (128, 512, True), (100, 250, True)):
@@ -374,7 +287,7 @@ def check_mlp_share(fn: Callable) -> Check:
 def check_swiglu_width(fn: Callable) -> Check:
     """fn(d_model) -> the (real) hidden width h at which a SwiGLU MLP with biases has exactly the
     parameters of the 4x GELU MLP with biases. Judged by counting the modules at nearby widths."""
-    from .layers import MLP
+    from ..model.layers import MLP
 
     def count(d, h, act):
         return sum(
@@ -509,7 +422,7 @@ def check_flops_per_token(fn: Callable) -> Check:
 def check_layerscale_move(fn: Callable) -> Check:
     """fn(lam, lam_ref, move_ref) -> a block's relative move at LayerScale lambda_0 = lam, given
     its move ``move_ref`` at ``lam_ref``. Judged against fresh 12-block stacks (3 %)."""
-    from .analysis import block_moves
+    from ..measure.analysis import block_moves
 
     def move(lam):
         m = _fresh(replace(ANDREA_120M, d_model=128, n_head=4, n_layer=12, layerscale=lam, context_length=32))
@@ -527,7 +440,7 @@ def check_layerscale_reach(fn: Callable) -> Check:
     factor of 2 either way: an order-of-magnitude question. (The measurement itself moves by up to
     about 20 % between CPUs, since 300 training steps amplify rounding; a factor of 2 is well outside
     that, so a prediction does not pass on one machine and fail on another unless it is borderline.)"""
-    from .analysis import layerscale_growth
+    from ..measure.analysis import layerscale_growth
 
     cases = []
     for lam0, lr in ((1e-4, 1e-2), (1e-6, 1e-2)):
@@ -554,7 +467,7 @@ def check_layerscale_reach(fn: Callable) -> Check:
 def check_rezero_gradients(fn: Callable) -> Check:
     """fn(model) -> the set of parameter names that get a non-zero gradient on the first batch of a
     ReZero model (every alpha = 0). Judged against autograd."""
-    from .config import rezero
+    from ..model.config import rezero
 
     cases = []
     for n in (2, 4):
@@ -581,7 +494,7 @@ def check_rezero_gradients(fn: Callable) -> Check:
 # ---------------------------------------------------------------------------------------------
 def _lens_model(seed: int = 0) -> Andrea:
     m = _fresh(_small(), seed).eval()
-    from .layers import LayerNorm
+    from ..model.layers import LayerNorm
 
     norm = m.final_norm
     assert isinstance(norm, LayerNorm) and norm.bias is not None
@@ -595,7 +508,7 @@ def check_logit_lens(fn: Callable) -> Check:
     """fn(model, stream) -> the logit lens's guess at every position, token ids (B, T): the residual
     stream ``stream`` (B, T, d), taken at one boundary, decoded through the model's final LayerNorm
     and its tied head."""
-    from .probe import capture_residual_stream
+    from ..measure.probe import capture_residual_stream
 
     cases = []
     for seed in (0, 1, 2):

@@ -1,6 +1,6 @@
 """A training run's folder: one writer at a time, checked before step 1, checkpoints that resume exactly.
 
-``RunDir(out)`` is what ``andrea.train`` uses for ``--out``:
+``RunDir(out)`` is what ``andrea.training.train`` uses for ``--out``:
 
 * it makes sure the folder can be written before any training happens (a file in its place, a
   read-only or uncreatable path is a ``ValueError`` at once, not at the first save);
@@ -18,9 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Optional
 
-from .config import AndreaConfig
-from .files import temporary_name
-from .model import read_checkpoint
+from ..files import temporary_name
+from ..model.config import AndreaConfig
+from ..model.transformer import read_checkpoint
 
 try:  # POSIX advisory locks; on other systems runs are not locked (one writer is then up to you)
     import fcntl
@@ -157,8 +157,8 @@ def _check_training_state(path: Path, blob: dict, model_cfg: AndreaConfig, train
     history. A hostile or damaged checkpoint is a ValueError here, not a traceback at step 1."""
     import torch
 
-    from .model import Andrea
-    from .train import make_optimizer
+    from ..model.transformer import Andrea
+    from .optimizer import make_optimizer
 
     extra = blob["extra"]
     where = f"--resume: {str(path)!r}"

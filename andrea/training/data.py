@@ -25,7 +25,7 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
-from .files import cache_dir, read_cached, source_hash, write_cached
+from ..files import cache_dir, read_cached, source_hash, write_cached
 
 ANDREA_VOCAB = 8449
 EOT = "<|endoftext|>"
@@ -40,7 +40,7 @@ def _code() -> str:
         tok_version = tokenizers.__version__
     except ImportError:  # pragma: no cover - a dependency
         tok_version = "none"
-    return f"{source_hash(['data'])}-tokenizers-{tok_version}"
+    return f"{source_hash(['training.data'])}-tokenizers-{tok_version}"
 
 
 def _stdlib_docstrings() -> list[str]:

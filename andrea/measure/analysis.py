@@ -2,7 +2,7 @@
 
 Each function builds the models it needs from a config and a seed, so a figure in the book can be
 reproduced by calling the same function with the same arguments. Everything here measures freshly
-initialised models (fast enough for the book's build); training runs live in ``andrea.experiments``.
+initialised models (fast enough for the book's build); training runs live in ``andrea.evidence``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import ANDREA_120M, AndreaConfig
-from .layers import Block
-from .model import Andrea
+from ..model.config import ANDREA_120M, AndreaConfig
+from ..model.layers import Block
+from ..model.transformer import Andrea
 from .probe import GradientReport, capture_residual_stream, gradient_flow, random_batch
-from .store import first_step_at  # noqa: F401 - the chapters call it as analysis.first_step_at
+from .runstats import first_step_at  # noqa: F401 - the chapters call it as analysis.first_step_at
 
 
 def fresh_model(cfg: AndreaConfig, seed: int = 0, device: str = "cpu") -> Andrea:
@@ -288,7 +288,7 @@ def time_call(fn, *args, repeat: int = 7, number: int = 3) -> float:
 def gelu_speed(n: int = 4 * 128 * 3072, device: str = "cpu", dtype=torch.float32) -> dict:
     """Seconds per call of the readable GELU formula vs torch's fused F.gelu (tanh) on ``n`` values
     (the default is one ANDREA-120M MLP activation: batch 4, 128 tokens, 3072 features)."""
-    from .layers import gelu
+    from ..model.layers import gelu
 
     x = torch.randn(n, device=device, dtype=dtype)
     sync = torch.cuda.synchronize if str(device).startswith("cuda") else (lambda: None)
@@ -462,8 +462,8 @@ def layerscale_growth(lam0: float, lr: float, steps: int = 300, seed: int = 0) -
     forth}. No first crossing of a level is searched for: after the first tens of steps the largest
     lambda creeps along a plateau, and the step at which it crosses a level there moves by hundreds
     of steps between CPUs (on another machine 0.1 was reached at step 284, or not within 300)."""
-    from .data import load_token_data
-    from .train import TrainConfig, train
+    from ..training.data import load_token_data
+    from ..training.train import TrainConfig, train
 
     state: dict = {}
 

@@ -1,8 +1,8 @@
 """Training ANDREA: AdamW, warmup then cosine decay, clipping, validation, checkpoints, sampling.
 
-    python -m andrea.train --preset tiny            # ~1 minute on a laptop CPU, then prints samples
-    python -m andrea.train --preset andrea-120m     # the full model (meant for a GPU)
-    torchrun --nproc_per_node=2 -m andrea.train --preset tiny --device cpu   # DistributedDataParallel
+    python -m andrea.training.train --preset tiny            # ~1 minute on a laptop CPU, then prints samples
+    python -m andrea.training.train --preset andrea-120m     # the full model (meant for a GPU)
+    torchrun --nproc_per_node=2 -m andrea.training.train --preset tiny --device cpu   # DistributedDataParallel
 
 On CUDA it uses bf16 autocast (and torch.compile with --compile); on the CPU, fp32.
 
@@ -29,11 +29,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..device import check_device, pick_device
+from ..model.config import ANDREA_120M, AndreaConfig
+from ..model.transformer import Andrea
 from .checkpoint import RunDir, describe
-from .config import ANDREA_120M, AndreaConfig
 from .data import TokenData, load_token_data
-from .device import check_device, pick_device
-from .model import Andrea
+from .optimizer import make_optimizer
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None)
 
@@ -92,19 +93,6 @@ def lr_at(step: int, t: TrainConfig) -> float:
     decay_steps = max(1, t.steps - t.warmup)
     progress = min(1.0, (step - t.warmup) / decay_steps)
     return t.lr * (t.min_lr_ratio + (1 - t.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-def make_optimizer(model: torch.nn.Module, t: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices (>= 2-D: linear weights, embeddings) only, not on
-    biases, LayerNorm gains or LayerScale's lambda."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": t.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    if all(p.is_cuda for p in decay + no_decay):
-        # fused: one CUDA kernel updates every tensor (the fastest AdamW on a GPU)
-        return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), fused=True)
-    # foreach: one vectorised update over all tensors (faster than a loop on the CPU too)
-    return torch.optim.AdamW(groups, lr=t.lr, betas=(t.beta1, t.beta2), foreach=True)
 
 
 @dataclass
@@ -300,7 +288,7 @@ def _train(model_cfg, t, data, dev, run, blob, world, rank, progress, callback, 
 
     bar = None
     if progress and rank == 0:
-        from .progress import bar as progress_bar
+        from ..progress import bar as progress_bar
 
         bar = progress_bar(t.steps, "training", unit="step", initial=start_step, mininterval=1.0)
     tokens, t0 = 0, time.perf_counter()
@@ -429,7 +417,8 @@ EXIT_DIVERGED = 3
 
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m andrea.train", description="Train ANDREA on Python's documentation (or any UTF-8 text)."
+        prog="python -m andrea.training.train",
+        description="Train ANDREA on Python's documentation (or any UTF-8 text).",
     )
     p.add_argument("--preset", choices=sorted(PRESETS), default="tiny", help="model and schedule (default: tiny)")
     p.add_argument("--steps", type=int, help="optimizer steps (default: the preset's)")

@@ -2,7 +2,7 @@
 
 A *grid* (``Grid``) is a named list of training runs (``Cell``s): a model config, a training
 config, the corpus, and a label that says how a chapter groups the run (``{"norm": "post",
-"lr": 1e-3, "seed": 0}``). ``andrea/experiments.py`` defines the book's grids; this module runs
+"lr": 1e-3, "seed": 0}``). ``andrea/evidence/grids/`` defines the book's grids; this module runs
 them and keeps their results in ``andrea/results/<name>.json``, with what a reader needs to trust
 and reproduce them: every cell's full configuration and seed, the torch version, the device, the
 time, and a key made of
@@ -41,14 +41,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
-import numpy as np
-
-from .files import atomic_write_text, cache_dir, read_cached, source_hash, write_cached
+from ..files import atomic_write_text, cache_dir, read_cached, source_hash, write_cached
+from ..measure.runstats import statistic
 from .runs import run_cell
 
-RESULTS = Path(__file__).resolve().parent / "results"
-# The modules whose code decides a training cell's numbers (the key changes when any of them does).
-CODE_MODULES = ("config", "layers", "model", "train", "data", "probe", "runs")
+RESULTS = Path(__file__).resolve().parent.parent / "results"  # andrea/results
+# The modules whose code decides a training cell's numbers (the key changes when any of them does),
+# by their names under andrea/ (files.source_hash).
+CODE_MODULES = (
+    "model.config",
+    "model.layers",
+    "model.transformer",
+    "training.train",
+    "training.optimizer",
+    "training.data",
+    "measure.probe",
+    "evidence.runs",
+)
 # Reproduction: a cell re-run from scratch must match the stored one within these (absolute, nats).
 # Runs are bit-identical on one kind of CPU; these allow for another CPU's kernels (measured under
 # EMULATED: first 20 losses up to 0.002 apart in the most chaotic deciding run, no normalisation at lr
@@ -116,7 +125,7 @@ class Decision:
     """One comparison of a grid's declared rule, fixed (and hashed with the grid) before any run.
 
     ``arm`` and ``against`` are label matches (e.g. ``{"norm": "post", "warmup": 0}``); the
-    statistic is ``field``, a run's result field or one of ``analysis.STATISTICS`` (``level`` is
+    statistic is ``field``, a run's result field or one of ``measure.runstats.STATISTICS`` (``level`` is
     its threshold where it needs one). ``test`` says how it is decided:
 
     * ``"paired t"``: ``arm`` minus ``against``, paired by seed, lies beyond ``margin`` on the
@@ -248,14 +257,14 @@ def run(grid: Grid, n_workers: Optional[int] = None) -> dict:
     """Train every cell of ``grid`` (cached cells are reused) and write ``andrea/results/<name>.json``."""
     import torch
 
-    from .progress import bar
+    from ..progress import bar
 
     t0 = time.perf_counter()
     rows: list = [None] * len(grid.cells)
     n_workers = n_workers or workers()
     pb = bar(len(grid.cells), f"{grid.name}: {len(grid.cells)} runs, {n_workers} at a time", unit="run")
     ctx = multiprocessing.get_context("spawn")  # safe inside Jupyter kernels and threads
-    from .data import load_token_data
+    from ..training.data import load_token_data
 
     for tok in sorted({c.tokenizer for c in grid.cells}):
         load_token_data(tok)  # build the shared caches once, before the workers start
@@ -325,7 +334,7 @@ def load(grid: Grid, check_key: bool = True, same_torch: bool = False) -> dict:
     if not p.is_file():
         raise StoreError(
             f"no stored results for {grid.name!r} at {str(p)!r}: run `make experiments` "
-            f"(or andrea.experiments.run({grid.name!r}))"
+            f"(or andrea.evidence.evaluation.run({grid.name!r}))"
         )
     try:
         blob = json.loads(p.read_text())
@@ -381,7 +390,7 @@ def run_emulated(cell: Cell) -> dict:
     """Train ``cell`` (one thread) in a child process that uses torch's portable kernels: the run as a
     CPU with other vector units would compute it (``ATEN_CPU_CAPABILITY`` is read when torch loads)."""
     code = (
-        "import json, sys; from andrea import store, runs; "
+        "import json, sys; from andrea.evidence import store, runs; "
         "print(json.dumps(runs.run_cell(store.Cell(**json.loads(sys.stdin.read())), threads=1)))"
     )
     env = dict(os.environ, **EMULATED)
@@ -403,10 +412,10 @@ def run_prefix(cell: Cell, steps: int = EARLY_STEPS, threads: int = 1) -> dict:
     stored), "diverged": bool}. A few seconds where the whole run takes minutes."""
     import torch
 
-    from .config import AndreaConfig
-    from .data import load_token_data
+    from ..model.config import AndreaConfig
+    from ..training.data import load_token_data
+    from ..training.train import TrainConfig, train
     from .runs import _make_stream_monitor, _monitor_layerscale, _sig
-    from .train import TrainConfig, train
 
     torch.set_num_threads(threads)
     data = load_token_data(cell.tokenizer)
@@ -434,7 +443,7 @@ def run_prefix(cell: Cell, steps: int = EARLY_STEPS, threads: int = 1) -> dict:
 def run_prefixes_emulated(cells: Sequence[Cell], steps: int = EARLY_STEPS) -> list[dict]:
     """``run_prefix`` of each cell in one child process on torch's portable kernels (``EMULATED``)."""
     code = (
-        "import json, sys; from andrea import store; specs = json.loads(sys.stdin.read()); "
+        "import json, sys; from andrea.evidence import store; specs = json.loads(sys.stdin.read()); "
         f"print(json.dumps([store.run_prefix(store.Cell(**s), {steps}) for s in specs]))"
     )
     env = dict(os.environ, **EMULATED)
@@ -690,7 +699,7 @@ def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> Paired:
     """Per-seed differences ``field``(b) - ``field``(a) between two arms that share their seeds.
 
     A seed where either run has no value (it diverged) is an error: decide those runs separately.
-    Rows from ``experiments.results`` carry their grid's kernel tolerance; the result keeps it."""
+    Rows from ``evaluation.results`` carry their grid's kernel tolerance; the result keeps it."""
     ra = {r["seed"]: r[field] for r in pick(rs, **a)}
     rb = {r["seed"]: r[field] for r in pick(rs, **b)}
     if set(ra) != set(rb):
@@ -701,70 +710,3 @@ def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> Paired:
     out = Paired(rb[s] - ra[s] for s in sorted(ra))
     out.kernel_tolerance = max((r.get("kernel_tolerance", 0.0) for r in pick(rs, **a) + pick(rs, **b)), default=0.0)
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Statistics of one stored training run (a row of ``rows``), by name: what a grid's declared rule
-# (``Decision.field``) decides on.
-# ---------------------------------------------------------------------------------------------
-def first_step_at(values: Sequence[Optional[float]], steps: Sequence[int], level: float, window: int = 10):
-    """The first step at which the ``window``-step running mean of ``values`` is below ``level``
-    (None if never): how long a run takes to get somewhere."""
-    v = np.array([np.nan if x is None else x for x in values], dtype=float)
-    if len(v) < window:
-        return None
-    sm = np.convolve(v, np.ones(window) / window, mode="valid")
-    below = np.nonzero(sm < level)[0]
-    return int(steps[below[0] + window - 1]) if len(below) else None
-
-
-PLATEAU_GAP = 0.1  # nats below the unigram entropy that a run must reach to have left the plateau
-
-
-def _escaped(r: dict, level: Optional[float]) -> bool:
-    return first_step_at(r["loss"], r["steps"], r["unigram_ce"] - PLATEAU_GAP) is not None
-
-
-def _steps_to_level(r: dict, level: Optional[float]) -> int:
-    if level is None:
-        raise ValueError("the statistic 'steps_to_level' needs a level")
-    s = first_step_at(r["loss"], r["steps"], level)
-    return int(r["train"]["steps"]) + 1 if s is None else s  # not reached: one step past the run
-
-
-def _reached_level(r: dict, level: Optional[float]) -> bool:
-    if level is None:
-        raise ValueError("the statistic 'reached_level' needs a level")
-    return first_step_at(r["loss"], r["steps"], level) is not None
-
-
-def _gain_over_unigram(r: dict, level: Optional[float]):
-    v = r["final_val_loss"]
-    return None if v is None else r["unigram_ce"] - v
-
-
-def _lambda_mean(r: dict, level: Optional[float]):
-    last = r["monitor"][-1] if r.get("monitor") else None
-    if not last or "lam_attn" not in last:
-        raise ValueError("the statistic 'lambda_mean' needs a run recorded with monitor='layerscale'")
-    lams = [x for x in last["lam_attn"] + last["lam_mlp"] if x is not None]
-    return float(np.mean(lams))
-
-
-STATISTICS = {
-    "escaped": (_escaped, "left the plateau (10-step mean training loss 0.1 nats below the unigram entropy)"),
-    "steps_to_level": (_steps_to_level, "steps until the 10-step mean training loss is below the level"),
-    "reached_level": (_reached_level, "the 10-step mean training loss went below the level"),
-    "gain_over_unigram": (_gain_over_unigram, "unigram entropy minus the final validation loss (nats)"),
-    "lambda_mean": (_lambda_mean, "mean |lambda| over all blocks at the end of the run"),
-}
-
-
-def statistic(r: dict, name: str, level: Optional[float] = None):
-    """Statistic ``name`` of one stored run: a result field (``final_val_loss``, ``diverged``, ...)
-    or one of ``STATISTICS``."""
-    if name in STATISTICS:
-        return STATISTICS[name][0](r, level)
-    if name not in r:
-        raise ValueError(f"no statistic or result field {name!r}; the statistics are {sorted(STATISTICS)}")
-    return r[name]

@@ -25,8 +25,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..files import temporary_name
 from .config import AndreaConfig
-from .files import temporary_name
 from .layers import Block, LayerNorm, LayerScale
 
 CHECKPOINT_FORMAT = "andrea-checkpoint"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-PACKAGE = Path(__file__).resolve().parent  # andrea/
+PACKAGE = Path(__file__).resolve().parent.parent  # andrea/
 
 GLUED: dict = {}
 
@@ -49,7 +49,7 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
 
     import matplotlib.pyplot as plt
 
-    from .device import pick_device
+    from ..device import pick_device
     from .plots import STYLE
 
     random.seed(seed)
@@ -67,7 +67,7 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
         if ip is not None:
             ip.run_line_magic("config", "InlineBackend.figure_formats = ['png']")
             ip.run_line_magic("config", "InlineBackend.rc = {'figure.dpi': 100}")
-            from .plots import show_legibly
+            from .legibility import show_legibly
 
             plt.close(plt.figure())  # the inline backend registers its formatter on the first figure
             show_legibly(ip)  # ... which this replaces: legible fonts, and an audit the site's tests read
@@ -80,18 +80,18 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
 class Claim:
     """One statement from the source documents, the measurement that tests it, and the verdict.
 
-    ``verdict`` is a ``andrea.verdict.Verdict`` (decided from the numbers by the book's one rule,
+    ``verdict`` is a ``andrea.evidence.verdict.Verdict`` (decided from the numbers by the book's one rule,
     its reason shown as evidence) or, for facts of the code or the literature, a label string.
     """
 
     claim: str  # what the document says (paraphrased in English)
     measured: str  # what the code measured
-    verdict: Any  # a Verdict, or one of andrea.verdict.LABELS
+    verdict: Any  # a Verdict, or one of andrea.evidence.verdict.LABELS
     evidence: str = ""  # where the measurement comes from / why
 
     @property
     def label(self) -> str:
-        from .verdict import LABELS
+        from ..evidence.verdict import LABELS
 
         label = getattr(self.verdict, "label", self.verdict)
         if label not in LABELS:
@@ -246,7 +246,7 @@ class EvidenceFold:
             f"<details class='andrea-evidence'><summary>The evidence: <b style='color:{col}'>"
             f"{e(ev.verdict.label)}</b> ({e(ev.verdict.reason)})</summary>"
             f"<p><b>Declared {e(ev.declared)}</b> (grid <code>{e(ev.name)}</code> in "
-            f"<code>andrea/experiments.py</code>): {e(ev.prediction)}</p><p>{e(self.rule())}</p>"
+            f"<code>{e(_grid_file(ev.name))}</code>): {e(ev.prediction)}</p><p>{e(self.rule())}</p>"
             "<div class='andrea-evidence-scroll'><table class='evidence-table table'><thead><tr><th>Role</th>"
             "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Detectable</th><th>Test</th><th>Verdict</th></tr></thead>"
             f"<tbody>{body}</tbody></table></div>"
@@ -265,10 +265,18 @@ class EvidenceFold:
 
 
 def evidence(name: str) -> EvidenceFold:
-    """The folded evidence of stored grid ``name`` (``andrea.experiments.evidence``), to display."""
-    from . import experiments
+    """The folded evidence of stored grid ``name`` (``andrea.evidence.evaluation.evidence``), to display."""
+    from ..evidence import evaluation
 
-    return EvidenceFold(experiments.evidence(name))
+    return EvidenceFold(evaluation.evidence(name))
+
+
+def _grid_file(name: str) -> str:
+    """The file that declares grid ``name`` (e.g. ``andrea/evidence/grids/ch1.py``)."""
+    from ..evidence.grids import GRIDS
+
+    module = GRIDS[name].__module__ if name in GRIDS else "andrea.evidence.grids"
+    return module.replace(".", "/") + ".py"
 
 
 class Table:

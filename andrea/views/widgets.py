@@ -1,6 +1,6 @@
-"""The gradient-flow explorer: ipywidgets controls over ``andrea.explorer`` and ``andrea.plots``.
+"""The gradient-flow explorer: ipywidgets controls over ``andrea.views.explorer`` and ``andrea.views.plots``.
 
-    from andrea.widgets import GradientFlowExplorer
+    from andrea.views.widgets import GradientFlowExplorer
     GradientFlowExplorer(depth=48, layerscale=1e-6)
 
 The widget is a thin view: every number comes from ``explorer.probe`` (cached per setting, and
@@ -17,10 +17,10 @@ from typing import Optional
 
 import ipywidgets as W
 
+from ..device import check_device, pick_device
+from ..measure.probe import GradientReport
 from . import explorer as E
-from .device import check_device, pick_device
 from .plots import ExplorerFigure
-from .probe import GradientReport
 
 LABEL_WIDTH = "130px"
 

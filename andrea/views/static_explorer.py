@@ -215,7 +215,7 @@ the same model, one forward and backward pass with TensorFlow.js, in a backgroun
         spec["title"] = {
             "text": "Precomputed explorer",
             "subtitle": _grid_note_lines()
-            + ["For any other value, use the live explorer (andrea.widgets.GradientFlowExplorer)."],
+            + ["For any other value, use the live explorer (andrea.views.widgets.GradientFlowExplorer)."],
             "anchor": "start",
             "fontSize": 12,
             "subtitleFontSize": 11,

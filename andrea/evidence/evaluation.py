@@ -1,0 +1,218 @@
+"""The grids' stored results, by name, and the declared rule applied to them.
+
+``results(name)`` gives a grid's stored runs as tidy rows (refusing results that are missing,
+malformed or made by other code), ``info`` and ``provenance`` what a figure says about them, ``run``
+recomputes a grid; ``evidence(name)`` applies the grid's declared rule (``store.Decision``) to its
+stored runs: every comparison's verdict, the deciding regimes corrected for their number (Holm),
+and the claim's verdict (``verdict.decide``). ``status(name)`` says whether the stored file is current.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from . import store, verdict
+from .grids import grid
+from .verdict import Verdict
+
+
+def results(name: str) -> list[dict]:
+    """The stored runs of grid ``name`` as tidy rows (label, results and configs in one dict each).
+
+    Refuses (``StoreError``, naming the file) results that are missing, malformed or made by code
+    that has changed since; ``run(name)`` recomputes them."""
+    g = grid(name)
+    return store.rows(store.load(g), g.kernel_tolerance)
+
+
+def info(name: str) -> dict:
+    """The stored file's header: prediction, provenance (torch, device, date, seconds), check cell."""
+    blob = store.load(grid(name))
+    return {k: v for k, v in blob.items() if k != "cells"}
+
+
+def provenance(name: str) -> str:
+    """One line for a figure built from grid ``name``'s stored results (runs, seeds, torch, date)."""
+    return store.describe(store.load(grid(name)))
+
+
+def run(name: str, workers=None) -> list[dict]:
+    """Recompute grid ``name`` (cached cells are reused) and store it; returns its rows."""
+    return store.rows(store.run(grid(name), workers))
+
+
+# ---------------------------------------------------------------------------------------------
+# The declared rule applied to the stored runs
+# ---------------------------------------------------------------------------------------------
+LOSS_LIKE = ("final_val_loss", "final_train_loss", "gain_over_unigram")  # what a change of CPU moves
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One declared comparison of a grid, evaluated on its stored runs."""
+
+    decision: store.Decision
+    verdict: Verdict  # for a deciding regime: after Holm's correction across the regimes
+    measured: str  # the number, short: "+0.26 [+0.18, +0.34]" or "5 of 5 vs 0 of 5"
+    seeds: tuple
+    raw: Optional[Verdict] = None  # before the correction across regimes
+    # The smallest true effect this comparison would show with 80 % power at its seeds' noise
+    # (and another CPU's rounding): (t_0.975 + t_0.8) sd / sqrt(n), paired or one-sample t tests only.
+    detectable: Optional[float] = None
+
+    @property
+    def lost_to_holm(self) -> bool:
+        """Decisive on its own, but not once corrected for the number of deciding regimes."""
+        return self.raw is not None and self.raw.label != self.verdict.label
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A grid's declared rule and what its stored runs say under it: ``evidence(name)``."""
+
+    name: str
+    prediction: str
+    rule: str
+    findings: tuple
+    verdict: Verdict  # the claim's
+    seconds: float  # compute time of every stored run of the grid, one core each
+    declared: str = "before the runs"  # when the rule was written (store.Grid.declared)
+
+    def role(self, role: str) -> list:
+        return [f for f in self.findings if f.decision.role == role]
+
+    def regime(self, what: str) -> Finding:
+        hits = [f for f in self.findings if f.decision.what == what]
+        if len(hits) != 1:
+            raise KeyError(
+                f"grid {self.name!r} declares no comparison {what!r}; it has {[f.decision.what for f in self.findings]}"
+            )
+        return hits[0]
+
+    @property
+    def calibrated(self) -> bool:
+        return all(f.verdict.label == "confirmed" for f in self.role("calibration"))
+
+
+def _stat_rows(rs: list, d: store.Decision, match: dict) -> list:
+    sel = [r for r in store.pick(rs, **match) if not d.seeds or r["seed"] in d.seeds]
+    return [{**r, "_stat": store.statistic(r, d.field, d.level)} for r in sorted(sel, key=lambda r: r["seed"])]
+
+
+def _fmt(ci: Optional[verdict.Interval]) -> str:
+    if ci is None:
+        return ""
+    if ci.n < 2:
+        return f"{ci.mean:+.3g}"
+    return f"{ci.mean:+.3g} [{ci.lo:+.3g}, {ci.hi:+.3g}]"
+
+
+def detectable(values: list, extra_sd: float) -> Optional[float]:
+    """(t_0.975 + t_0.8)(n - 1 df) times the standard error: the effect a one-sided test at 2.5 %
+    finds four times in five, at the noise the values show (plus ``extra_sd``)."""
+    from scipy import stats
+
+    n = len(values)
+    if n < 2:
+        return None
+    m = sum(values) / n
+    sd = (sum((x - m) ** 2 for x in values) / (n - 1) + extra_sd**2) ** 0.5
+    return float((stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * sd / n**0.5)
+
+
+def _evaluate(rs: list, d: store.Decision, tol: float) -> tuple:
+    """(verdict, measured) of one declared comparison, before any correction across regimes."""
+    a = _stat_rows(rs, d, d.arm)
+    if not a:
+        raise ValueError(f"decision {d.what!r}: no stored run matches {d.arm}")
+    b = _stat_rows(rs, d, d.against) if d.against is not None else []
+    extra = tol if d.field in LOSS_LIKE else 0.0
+    what = d.what
+    if d.test in ("fisher", "every"):
+        ka = sum(bool(r["_stat"]) for r in a)
+        if d.test == "every":
+            label = "confirmed" if ka == len(a) else "not reproduced"
+            return verdict.Verdict(label, f"{what}: {ka} of {len(a)} runs"), f"{ka} of {len(a)} runs"
+        kb = sum(bool(r["_stat"]) for r in b)
+        v = verdict.counts(ka, len(a), kb, len(b), what=what, names=("arm", "reference"))
+        return v, f"{ka} of {len(a)} vs {kb} of {len(b)}"
+    if d.test == "level":
+        vals = [r["_stat"] for r in a]
+        if any(x is None for x in vals):
+            k = sum(x is None for x in vals)
+            return verdict.Verdict("inconclusive", f"{what}: {k} of {len(vals)} runs diverged"), f"{k} diverged"
+        v = verdict.compare(
+            [x - d.level for x in vals], d.predicted, d.margin, what=f"{what}, minus the level", kernel_sd=extra
+        )
+        ci = verdict.interval(vals)
+        return v, _fmt(ci), detectable(vals, extra)
+    da = {r["seed"]: r["_stat"] for r in a}
+    db = {r["seed"]: r["_stat"] for r in b}
+    if set(da) != set(db):
+        raise ValueError(f"decision {d.what!r}: the arms do not share their seeds: {sorted(da)} vs {sorted(db)}")
+    if any(da[s] is None or db[s] is None for s in da):
+        k = sum(da[s] is None or db[s] is None for s in da)
+        return verdict.Verdict("inconclusive", f"{what}: {k} of {len(da)} pairs have a diverged run"), f"{k} diverged"
+    diffs = [da[s] - db[s] for s in sorted(da)]
+    kernel = 2**0.5 * extra  # a difference of two runs, each moved by another CPU
+    if d.test == "equivalence":
+        v = verdict.equivalent(diffs, d.margin, what=what, kernel_sd=kernel)
+    else:
+        v = verdict.compare(diffs, d.predicted, d.margin, what=what, kernel_sd=kernel)
+        return v, _fmt(v.interval), detectable(diffs, kernel)
+    return v, _fmt(v.interval), None
+
+
+def evidence(name: str) -> Evidence:
+    """Grid ``name``'s declared rule applied to its stored runs: every comparison's verdict, the
+    deciding regimes corrected for their number (Holm), and the claim's verdict.
+
+    A deciding regime whose calibration (``Decision.calibrates``, or a calibration for the whole
+    grid) is not confirmed is *not testable at this scale*: the criterion could not be passed even
+    by a known-good arm. The claim is decided on the other deciding regimes by ``verdict.decide``
+    with the grid's rule; with none left it is not testable."""
+    g = grid(name)
+    blob = store.load(g)
+    seconds = blob.get("compute_seconds") or sum(c["result"].get("seconds", 0.0) for c in blob["cells"])
+    return evaluate(g, store.rows(blob), float(seconds))
+
+
+def evaluate(g: store.Grid, rs: list, seconds: float = 0.0) -> Evidence:
+    """``evidence`` on given rows (stored runs, or made-up ones in the tests)."""
+    raw = {d.what: (_evaluate(rs, d, g.kernel_tolerance) + (None,))[:3] for d in g.decisions}
+    failed = [d for d in g.decisions if d.role == "calibration" and raw[d.what][0].label != "confirmed"]
+    deciding = [d for d in g.decisions if d.role == "decides"]
+    untestable = {d.what for d in deciding if any(c.calibrates in ("", d.what) for c in failed)}
+    tested = {d.what: raw[d.what][0] for d in deciding if d.what not in untestable}
+    if tested:
+        claim, corrected = verdict.decide(tested, g.rule)
+        if untestable:
+            claim = verdict.Verdict(
+                claim.label, claim.reason + "; not testable at this scale in " + ", ".join(sorted(untestable))
+            )
+    else:
+        corrected = {}
+        claim = verdict.not_testable(
+            "not testable at this scale: the calibration failed ("
+            + "; ".join(raw[c.what][0].reason for c in failed)
+            + ")"
+        )
+    findings = []
+    for d in g.decisions:
+        v, measured, mde = raw[d.what]
+        if d.what in untestable:
+            v = verdict.Verdict("not testable", v.reason + "; its calibration failed", v.interval, v.p, v.p_opposite)
+        elif d.what in corrected:
+            v = corrected[d.what]
+        seeds = tuple(d.seeds) or tuple(sorted({r["seed"] for r in store.pick(rs, **d.arm)}))
+        findings.append(Finding(d, v, measured, seeds, raw[d.what][0], mde))
+    return Evidence(g.name, g.prediction, g.rule, tuple(findings), claim, seconds, g.declared)
+
+
+def status(name: str) -> str:
+    try:
+        store.load(grid(name))
+        return "current"
+    except store.StoreError as e:
+        return "stale" if "other code" in str(e) else "missing or invalid"

@@ -1,0 +1,39 @@
+"""The training grids behind the book's verdicts: one named grid per claim, one module per chapter.
+
+Each grid states its prediction before any run, puts the claim in the regime where it is supposed
+to bite, keeps a control where it is not, switches the default confounds off in an arm of its own,
+and repeats every arm over several seeds (a seed fixes both the initial weights and the batches,
+so two arms with the same seed are paired). ``evidence.store`` runs them and keeps their results in
+``andrea/results``; ``evidence.evaluation`` reads them back and applies each grid's declared rule.
+``base`` holds what the grids share (the small model, its training, the seeds).
+"""
+
+from __future__ import annotations
+
+from ..store import Grid
+from .appendix import app_layerscale_kind, app_rezero
+from .ch1 import ch1_residual
+from .ch2 import ch2_norm_lr
+from .ch3 import ch3_warmup
+from .ch5 import ch5_activation
+from .ch7 import ch7_layerscale, ch7_layerscale_round2
+
+GRIDS = {
+    g.__name__: g
+    for g in (
+        ch1_residual,
+        ch2_norm_lr,
+        ch3_warmup,
+        ch5_activation,
+        ch7_layerscale,
+        ch7_layerscale_round2,
+        app_rezero,
+        app_layerscale_kind,
+    )
+}
+
+
+def grid(name: str) -> Grid:
+    if name not in GRIDS:
+        raise ValueError(f"no experiment grid named {name!r}; the grids are {sorted(GRIDS)}")
+    return GRIDS[name]()
