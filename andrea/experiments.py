@@ -8,6 +8,7 @@ the explorer's shipped measurements (``andrea.views.explorer``).
     python -m andrea.experiments --list        # the grids, their size, and whether their results are current
     python -m andrea.experiments               # (re)run every grid whose results are missing or stale
     python -m andrea.experiments ch3_warmup    # one grid (`make experiments` runs them all)
+    python -m andrea.experiments --reproduce   # re-run every deciding run in full, natively and emulated
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="list the grids and their status, run nothing")
     p.add_argument("--force", action="store_true", help="run even grids whose results are current")
     p.add_argument("--workers", type=int, help="runs at a time (default: 2, or $ANDREA_WORKERS)")
+    p.add_argument(
+        "--reproduce",
+        action="store_true",
+        help="re-run every deciding run of the grids in full, natively and on portable kernels, and compare "
+        "with the stored results (make test re-runs their first steps and a sample drawn from the commit)",
+    )
     a = p.parse_args(argv)
     try:
         names = [n for n in a.names if n not in ("explorer", "trained")] if a.names else sorted(GRIDS)
@@ -53,6 +60,8 @@ def main(argv=None) -> int:
             print(f"{n:22s} {len(g.cells):3d} runs  {st:18s} {when}  {g.title}")
         print(f"stored runs: {total / 3600:.2f} core-hours, about {total / 3600 / workers():.1f} h from nothing here")
         return 0
+    if a.reproduce:
+        return _reproduce(names)
     t0 = time.perf_counter()
     ran = []
     for n in names:
@@ -97,6 +106,27 @@ def main(argv=None) -> int:
             print("explorer: current, skipped")
     print(f"experiments: {len(ran)} grid(s) run in {time.perf_counter() - t0:.0f} s in total")
     return 0
+
+
+def _reproduce(names: list[str]) -> int:
+    """Every deciding run of ``names`` re-run in full (store.reproduce); 1 when one does not reproduce."""
+    bad = 0
+    for n in names:
+        t1 = time.perf_counter()
+        r = store.reproduce(grid(n))
+        for c in r["cells"]:
+            spread = c.get("emulated", {}).get("spread")
+            print(
+                f"{n}: {c['label']}: final loss native vs stored {c['native']['final_val_loss']}, "
+                f"portable kernels vs native {spread} (tolerance {grid(n).kernel_tolerance})"
+            )
+        for problem in r["problems"]:
+            print(f"{n}: DOES NOT REPRODUCE: {problem}")
+        bad += not r["ok"]
+        print(
+            f"{n}: {'reproduces' if r['ok'] else 'does not reproduce'} ({time.perf_counter() - t1:.0f} s)", flush=True
+        )
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -249,3 +249,16 @@ print(json.dumps(worst))
     assert r.returncode == 0, r.stderr[-2000:]
     worst = json.loads(r.stdout.strip().splitlines()[-1])
     assert worst < 1e-6, f"portable kernels: shipped vs live differ by up to {worst:.2g} (rtol 1e-6)"
+
+
+def test_the_full_reproduction_command_names_a_run_that_does_not_reproduce(monkeypatch, capsys):
+    """`python -m andrea.experiments --reproduce` (every deciding run in full, where make test samples)."""
+    from andrea import experiments
+
+    fake = {"ok": False, "problems": ["x: final validation loss 3.1 vs stored 3.0"], "cells": []}
+    monkeypatch.setattr(store, "reproduce", lambda g: fake)
+    assert experiments.main(["--reproduce", "ch2_norm_lr"]) == 1
+    out = capsys.readouterr().out
+    assert "ch2_norm_lr: DOES NOT REPRODUCE: x: final validation loss 3.1" in out
+    monkeypatch.setattr(store, "reproduce", lambda g: {"ok": True, "problems": [], "cells": []})
+    assert experiments.main(["--reproduce", "ch2_norm_lr"]) == 0
