@@ -21,6 +21,9 @@ if [ "$(cat _build/.static-hash 2>/dev/null)" != "$statics" ]; then all=(--all);
 start=$(date +%s)
 rm -f _build/book-build.ok
 set -o pipefail
+# The pages not cached yet are executed first, as many at a time as there are cores, one torch thread
+# each (tools/execute_pages.py); jupyter-book then reads them from the cache.
+.venv/bin/python tools/execute_pages.py 2>&1 | tee _build/execute-pages.log
 .venv/bin/jupyter-book build . --builder html -n -W --keep-going "${all[@]}" 2>&1 | tee _build/book-build.log
 echo "$statics" > _build/.static-hash
 .venv/bin/python tools/make_colab.py > /dev/null
