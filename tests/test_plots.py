@@ -4,7 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from andrea import plots  # noqa: E402
+from andrea.views import plots  # noqa: E402
 
 
 def _provenance_texts(fig):
@@ -45,6 +45,16 @@ def test_same_look_names_lines_a_reader_cannot_tell_apart():
     assert same_look(fig2) == ["axis 0: 2 kinds of line and no legend or label"]
     ax.legend(["a", "b"])
     assert same_look(fig2) == []
+    # a legend names only the lines it has handles for: one axis's legend does not name another's lines
+    fig3, (d, e) = plt.subplots(1, 2)
+    d.plot([0, 1], [0, 1], color="C0", label="pre")
+    d.plot([0, 1], [1, 0], color="C1", label="post")
+    e.plot([0, 1], [0, 1], color="C2")
+    e.plot([0, 1], [1, 0], color="C3")
+    d.legend()
+    assert same_look(fig3) == ["axis 1: 2 kinds of line and no legend or label"]
+    e.lines[0].set_color("C0"), e.lines[1].set_color("C1")  # the same two arms: the shared legend names them
+    assert same_look(fig3) == []
     plt.close("all")
 
 

@@ -4,11 +4,8 @@ Needs _build/html (``make test`` builds it first) and Debian's chromium (``.ci/r
 on a laptop: ``sudo apt-get install chromium``).
 """
 
-import functools
-import http.server
 import re
 import sys
-import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -19,7 +16,7 @@ from conftest import ROOT, SITE, need
 
 sys.path.insert(0, str(ROOT / "tools"))
 # one chromium and one list of browser flags for every browser test
-from pagemodel import set_setting, wait_drawn  # noqa: E402
+from pagemodel import Served, localhost_only, set_setting, wait_drawn  # noqa: E402
 
 from labui import CHROMIUM  # noqa: E402
 from labui import CHROMIUM_ARGS as ARGS  # noqa: E402
@@ -35,16 +32,8 @@ def site_pages():
 
 @pytest.fixture(scope="module")
 def server(site):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
+    with Served(site) as served:
+        yield served.base
 
 
 @pytest.fixture(scope="module")
@@ -66,24 +55,13 @@ class Page:
     def __init__(self, browser, base, path):
         self.ctx = browser.new_context(viewport={"width": 1280, "height": 900})
         self.external, self.errors, self.failed = [], [], []
-        self.ctx.route("**/*", self._route(base))
+        self.ctx.route("**/*", localhost_only(base, self.external))
         self.page = self.ctx.new_page()
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("response", lambda r: self.failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
         self.page.goto(base + path, wait_until="load")
         self.page.wait_for_load_state("networkidle")
-
-    def _route(self, base):
-        def handle(route):
-            url = route.request.url
-            if url.startswith(base) or url.startswith("data:") or url.startswith("blob:"):
-                route.continue_()
-            else:
-                self.external.append(url)
-                route.abort()
-
-        return handle
 
     def close(self):
         self.ctx.close()

@@ -68,6 +68,42 @@ def explorer_page(depth: int = 24, layerscale=1e-5, norm: str = "pre") -> str:
     )
 
 
+class Served:
+    """``folder`` served on 127.0.0.1 at a free port while the context is open (``.base`` is its URL).
+    The one local server of the browser tests: the built site (tests/test_site.py) and ``Site``."""
+
+    def __init__(self, folder: Path | str):
+        self.folder = str(folder)
+
+    def __enter__(self) -> "Served":
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=self.folder))
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+
+
+def localhost_only(base: str, external: list):
+    """A Playwright route handler: requests to ``base`` (and data:, blob:) go through; any other is
+    aborted and its URL recorded in ``external``."""
+
+    def handle(route):
+        url = route.request.url
+        if url.startswith(base) or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            external.append(url)
+            route.abort()
+
+    return handle
+
+
 class Site:
     """book/_static and an explorer page, served on a free port while the context is open."""
 
@@ -79,20 +115,12 @@ class Site:
         (self.dir / "book").mkdir()
         (self.dir / "index.html").write_text('<!doctype html><html><head><link rel="icon" href="data:,"></head></html>')
         (self.dir / "book" / "explorer.html").write_text(explorer_page())
-
-        class Quiet(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", 0), functools.partial(Quiet, directory=str(self.dir))
-        )
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.served = Served(self.dir).__enter__()
+        self.base = self.served.base
         return self
 
     def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
+        self.served.__exit__(*exc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def open(self, browser, path: str = "index.html"):
@@ -101,16 +129,7 @@ class Site:
         ctx = browser.new_context(viewport={"width": 1100, "height": 900})
         external: list = []
         errors: list = []
-
-        def route(r):
-            url = r.request.url
-            if url.startswith(self.base) or url.startswith(("data:", "blob:")):
-                r.continue_()
-            else:
-                external.append(url)
-                r.abort()
-
-        ctx.route("**/*", route)
+        ctx.route("**/*", localhost_only(self.base, external))
         page = ctx.new_page()
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))

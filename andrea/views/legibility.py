@@ -38,7 +38,7 @@ def same_look(fig) -> list[str]:
     colour, line style and marker, or several differently drawn series with neither a legend nor a
     text label to name them. (Unlabelled lines of one look, e.g. one arm's seeds, are one series.)"""
     problems = []
-    has_legend = bool(fig.legends) or any(ax.get_legend() is not None for ax in fig.axes)
+    named = _legend_looks(fig)  # the looks that some legend of the figure names (a shared legend, too)
     for k, ax in enumerate(fig.axes):
         series = [
             ln
@@ -54,9 +54,17 @@ def same_look(fig) -> list[str]:
             if other != label:
                 problems.append(f"axis {k}: {other!r} and {label!r} look the same")
         looks = {_look(ln) for ln in series}
-        if len(looks) > 1 and not has_legend and not ax.texts:
+        if len(looks) > 1 and ax.get_legend() is None and not ax.texts and not looks <= named:
             problems.append(f"axis {k}: {len(looks)} kinds of line and no legend or label")
     return problems
+
+
+def _legend_looks(fig) -> set:
+    """The look of every line that a legend of ``fig`` (its own, or any axis's) shows a handle for."""
+    from matplotlib.lines import Line2D
+
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    return {_look(h) for lg in legends for h in lg.legend_handles if isinstance(h, Line2D)}
 
 
 def _natural_width_px(fig, dpi: float) -> float:
