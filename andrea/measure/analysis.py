@@ -391,23 +391,35 @@ def attention_head(model: Andrea, idx: torch.Tensor, position: int, head: int = 
 
 
 @torch.no_grad()
-def attention_entropy(model: Andrea, idx: torch.Tensor) -> np.ndarray:
-    """Mean normalised entropy of each block's causal attention: the entropy (nats) of each query's
-    attention distribution divided by that of uniform attention over the visible tokens, log(t+1)
-    (1 = uniform), averaged over heads and queries (t >= 1). Shape (n_layer,)."""
+def attention_maps(model: Andrea, idx: torch.Tensor) -> list[torch.Tensor]:
+    """Every block's causal attention probabilities as the model computes them, (B, H, T, T) per
+    block (queries and keys from the block's input, after ln_1 in a pre-norm stack)."""
     x = model.embed(idx)
     T = idx.size(1)
-    uniform = torch.log(torch.arange(1, T + 1, dtype=torch.float64))  # entropy of uniform over t+1 tokens
-    out = []
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1)
+    maps = []
     for blk in blocks(model):
         q, k, _ = blk.attn.split_heads(blk.ln_1(x) if model.config.norm == "pre" else x)
         s = q @ k.transpose(-2, -1) / (q.size(-1) ** 0.5)
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1)
-        p = torch.softmax(s.masked_fill(mask, float("-inf")), -1).double()
-        ent = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)  # (B, H, T)
-        out.append(float((ent[..., 1:] / uniform[1:].to(ent.device)).mean()))  # skip t=0 (entropy 0)
+        maps.append(torch.softmax(s.masked_fill(mask, float("-inf")), -1))
         x = blk(x)
-    return np.array(out)
+    return maps
+
+
+def normalised_entropy(p: torch.Tensor) -> torch.Tensor:
+    """Each query's attention entropy (nats) over that of uniform attention on its t+1 visible tokens,
+    log(t+1) (1 = uniform), for queries t >= 1 (t = 0 sees one token): (..., T - 1), float64."""
+    p = p.double()
+    T = p.size(-1)
+    uniform = torch.log(torch.arange(1, T + 1, dtype=torch.float64, device=p.device))
+    ent = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)  # (..., T)
+    return ent[..., 1:] / uniform[1:]
+
+
+def attention_entropy(model: Andrea, idx: torch.Tensor) -> np.ndarray:
+    """Mean normalised entropy of each block's causal attention (``normalised_entropy``), averaged
+    over heads and queries. Shape (n_layer,)."""
+    return np.array([float(normalised_entropy(p).mean()) for p in attention_maps(model, idx)])
 
 
 @torch.no_grad()

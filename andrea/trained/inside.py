@@ -23,16 +23,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..measure import analysis
 from ..measure.probe import capture_residual_stream
-from ..model.layers import Block, LayerNorm
+from ..model.layers import LayerNorm
 from ..model.transformer import Andrea
 
 GELU_WINDOW = 3.0  # |x| below which GELU and ReLU differ visibly (chapter 5)
 NEAR_ZERO = 0.05  # |GELU(x)| below this counts as "off"
-
-
-def _blocks(model: Andrea) -> list[Block]:
-    return [cast(Block, b) for b in model.blocks]
 
 
 def _pre_norm(model: Andrea) -> None:
@@ -77,20 +74,10 @@ def stream_profile(model: Andrea, ids: torch.Tensor) -> dict:
     return {"rms": np.array(rms), "move": np.array(move), "along_prediction": np.array(along)}
 
 
-@torch.no_grad()
 def attention_maps(model: Andrea, ids: torch.Tensor) -> list[torch.Tensor]:
-    """Every block's attention probabilities, (B, H, T, T) per block (computed as the model does)."""
+    """Every block's attention probabilities, (B, H, T, T) per block (``analysis.attention_maps``)."""
     _pre_norm(model)
-    T = ids.size(1)
-    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
-    maps = []
-    x = model.embed(ids)
-    for blk in _blocks(model):
-        q, k, _ = blk.attn.split_heads(blk.ln_1(x))
-        s = (q @ k.transpose(-2, -1)) / q.size(-1) ** 0.5
-        maps.append(torch.softmax(s.masked_fill(mask, float("-inf")), -1))
-        x = blk(x)
-    return maps
+    return analysis.attention_maps(model, ids)
 
 
 def attention_profile(model: Andrea, ids: torch.Tensor) -> dict:
@@ -98,14 +85,11 @@ def attention_profile(model: Andrea, ids: torch.Tensor) -> dict:
     distance t - s the head looks back, both averaged over queries t >= 1. Shapes (n_layer, n_head)."""
     T = ids.size(1)
     t = torch.arange(T, dtype=torch.float64)
-    uniform = torch.log(t + 1)
     dist = (t[:, None] - t[None, :]).clamp_min(0)
     ent, far = [], []
     for p in attention_maps(model, ids):
-        p = p.double()
-        e = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)  # (B, H, T)
-        ent.append((e[..., 1:] / uniform[1:]).mean((0, 2)).numpy())
-        far.append((p * dist).sum(-1)[..., 1:].mean((0, 2)).numpy())
+        ent.append(analysis.normalised_entropy(p).mean((0, 2)).numpy())
+        far.append((p.double() * dist).sum(-1)[..., 1:].mean((0, 2)).numpy())
     return {"entropy": np.array(ent), "distance": np.array(far)}
 
 
@@ -152,15 +136,16 @@ def mlp_profile(model: Andrea, ids: torch.Tensor, bins: np.ndarray | None = None
     window, off, hist = [], [], np.zeros(len(bins) - 1)
     per_layer = []
     x = model.embed(ids)
-    for blk in _blocks(model):
-        h = blk.mlp.fc(blk.ln_2(x + blk.attn(blk.ln_1(x))))
+    for blk in analysis.blocks(model):  # one pass: each block's two sublayers, as Block.forward runs them
+        mid = x + blk.ls_1(blk.attn(blk.ln_1(x)))
+        h = blk.mlp.fc(blk.ln_2(mid))
         a = blk.mlp.act(h)
         window.append(float((h.abs() < GELU_WINDOW).double().mean()))
         off.append(float((a.abs() < NEAR_ZERO).double().mean()))
         counts = np.histogram(h.numpy().ravel(), bins)[0].astype(np.float64)
         per_layer.append(counts / counts.sum())
         hist += counts
-        x = blk(x)
+        x = mid + blk.ls_2(blk.mlp.dropout(blk.mlp.proj(a)))
     return {
         "in_window": np.array(window),
         "near_zero": np.array(off),
@@ -172,7 +157,7 @@ def mlp_profile(model: Andrea, ids: torch.Tensor, bins: np.ndarray | None = None
 
 def layernorm_gains(model: Andrea) -> dict:
     """Mean and standard deviation of gamma for ln_1 and ln_2 of every block, and the final norm."""
-    bs = _blocks(model)
+    bs = analysis.blocks(model)
     g1 = np.array([cast(LayerNorm, b.ln_1).weight.detach().numpy() for b in bs])
     g2 = np.array([cast(LayerNorm, b.ln_2).weight.detach().numpy() for b in bs])
     gf = cast(LayerNorm, model.final_norm).weight.detach().numpy()
