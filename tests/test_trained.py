@@ -83,13 +83,20 @@ def test_logit_lens_at_the_top_is_the_model(models, es):
 
 
 def test_induction_scores_read_the_right_positions():
-    """A hand-made attention pattern: every head attends exactly to t - L + 1 in the second half."""
+    """Hand-made attention patterns through the function the chapter calls (``inside.induction_scores``):
+    an induction head (t -> t - L + 1 in the second copy, t -> t - 1 before it) scores 1 on induction and
+    (L - 1) / (2L - 1) on previous-token; a previous-token head scores 1 and 0."""
     L = 6
-    maps = torch.zeros(1, 2, 2 * L, 2 * L)
+    induction_head = torch.zeros(2 * L, 2 * L)
+    previous_head = torch.zeros(2 * L, 2 * L)
     for t in range(2 * L):
-        maps[0, :, t, max(0, t - L + 1) if t >= L else max(0, t - 1)] = 1.0
-    t2 = torch.arange(L, 2 * L)
-    assert float(maps[:, :, t2, t2 - L + 1].mean()) == 1.0
+        induction_head[t, t - L + 1 if t >= L else max(0, t - 1)] = 1.0
+        previous_head[t, max(0, t - 1)] = 1.0
+    maps = [torch.stack([induction_head, previous_head])[None], torch.stack([previous_head, induction_head])[None]]
+    prev, ind = inside.induction_scores(maps, L)
+    assert prev.shape == ind.shape == (2, 2)
+    assert ind[0, 0] == ind[1, 1] == 1.0 and ind[0, 1] == ind[1, 0] == 0.0
+    assert prev[0, 1] == prev[1, 0] == 1.0 and prev[0, 0] == pytest.approx((L - 1) / (2 * L - 1))
     ids = inside.repeated_random_tokens(100, batch=2, length=L)
     assert torch.equal(ids[:, :L], ids[:, L:])
 

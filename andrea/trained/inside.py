@@ -100,6 +100,18 @@ def repeated_random_tokens(vocab: int, batch: int = 16, length: int = 64, seed: 
     return torch.cat([half, half], 1)
 
 
+def induction_scores(maps: list[torch.Tensor], L: int) -> tuple[np.ndarray, np.ndarray]:
+    """From attention maps (B, H, 2L, 2L) per layer on sequences repeated after ``L`` tokens: each
+    head's previous-token score (mean attention from t to t - 1) and induction score (mean attention
+    from t >= L to t - L + 1, the token after the earlier copy of t). Shapes (n_layer, n_head)."""
+    prev, ind = [], []
+    t2 = torch.arange(L, 2 * L)
+    for p in maps:
+        prev.append(p[:, :, torch.arange(1, 2 * L), torch.arange(0, 2 * L - 1)].double().mean((0, 2)).numpy())
+        ind.append(p[:, :, t2, t2 - L + 1].double().mean((0, 2)).numpy())
+    return np.array(prev), np.array(ind)
+
+
 def induction(model: Andrea, ids: torch.Tensor) -> dict:
     """On sequences made of a random half and its repeat (``repeated_random_tokens``):
 
@@ -109,19 +121,14 @@ def induction(model: Andrea, ids: torch.Tensor) -> dict:
     * the loss on the first and on the second copy: an induction mechanism makes the second one low.
     Shapes (n_layer, n_head) for the scores."""
     L = ids.size(1) // 2
-    maps = attention_maps(model, ids)
-    prev, ind = [], []
-    t2 = torch.arange(L, 2 * L)
-    for p in maps:
-        prev.append(p[:, :, torch.arange(1, 2 * L), torch.arange(0, 2 * L - 1)].double().mean((0, 2)).numpy())
-        ind.append(p[:, :, t2, t2 - L + 1].double().mean((0, 2)).numpy())
+    prev, ind = induction_scores(attention_maps(model, ids), L)
     with torch.no_grad():
         logits = model(ids)
     lp = F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1), reduction="none")
     lp = lp.view(ids.size(0), -1).double()
     return {
-        "previous_token": np.array(prev),
-        "induction": np.array(ind),
+        "previous_token": prev,
+        "induction": ind,
         "loss_first": float(lp[:, : L - 1].mean()),
         "loss_second": float(lp[:, L:].mean()),
     }
