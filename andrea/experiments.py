@@ -87,6 +87,9 @@ def main(argv=None) -> int:
             )
         else:
             print("trained: current, skipped")
+        if a.force or trained.probes_status() != "current":
+            t1 = time.perf_counter()
+            print(f"trained: probes stored in {trained.write_probes()} ({time.perf_counter() - t1:.0f} s)")
     if not a.names or "explorer" in a.names:
         from .views import explorer
 

@@ -52,8 +52,8 @@ def browser():
 class Page:
     """A page opened with every non-localhost request blocked and recorded."""
 
-    def __init__(self, browser, base, path):
-        self.ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser, base, path, width: int = 1280):
+        self.ctx = browser.new_context(viewport={"width": width, "height": 900})
         self.external, self.errors, self.failed = [], [], []
         self.ctx.route("**/*", localhost_only(base, self.external))
         self.page = self.ctx.new_page()
@@ -217,6 +217,23 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
         s4 = _explorer_state(pg, el_id)
         assert s4["lines"] != s3["lines"] and s4["points"] == 2 * (4 + 1)
         assert p.errors == [] and p.external == []
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_explorers_readout_fits_the_screen(browser, server, width):
+    """At 1280 px the readout names both ends of the ratio in full; on a phone (390 px) the page sets the
+    chart's readout parameter to the short form (andrea.views.static_explorer.READOUT_SHORT)."""
+    from andrea.views.static_explorer import READOUT, READOUT_SHORT
+
+    p = Page(browser, server, "book/07_layerscale.html", width=width)
+    try:
+        pg, el_id = p.page, "andrea-explorer-ch7"
+        pg.wait_for_function(f"document.getElementById('{el_id}').getAttribute('data-ready') === '1'", timeout=20000)
+        text = _explorer_state(pg, el_id)["text"]
+        assert (READOUT_SHORT if width < 640 else READOUT).strip() in text, text
+        assert (READOUT if width < 640 else READOUT_SHORT).strip() not in text, text
     finally:
         p.close()
 

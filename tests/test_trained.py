@@ -51,6 +51,62 @@ def test_the_shipped_model_beats_both_baselines(models, es):
     assert loss < b["bigram_ce"] < b["unigram_ce"] < loss_u
 
 
+def test_the_stored_probes_were_made_from_the_shipped_weights_and_todays_code(monkeypatch, tmp_path):
+    assert trained.probes_status() == "current", "probes.json is stale: python -m andrea.trained.model --probes"
+    found = trained.probe_results()
+    assert set(found) == {t.name for t in probes.TASKS}
+    assert found["position"]["trained"]["task"].shape == (probes.PROBE_SEEDS, trained.CONFIG.n_layer + 1)
+    # another evaluation set (or other weights, or other code) makes the file stale: then it is not read
+    monkeypatch.setattr(trained, "EVAL", tmp_path / "eval.npz")
+    (tmp_path / "eval.npz").write_bytes(trained.RESULTS.joinpath("eval.npz").read_bytes() + b"\0")
+    assert trained.probes_status() == "stale"
+
+
+PROBES_TOLERANCE = 0.002  # balanced accuracy: a few of the 4000 test tokens per class set
+
+
+def _probe_differences(stored: dict, fresh: dict) -> float:
+    return max(
+        float(np.max(np.abs(stored[t][m][k] - fresh[t][m][k])))
+        for t in stored
+        for m in ("trained", "untrained")
+        for k in ("task", "control")
+    )
+
+
+@pytest.mark.slow
+def test_the_stored_probes_reproduce_natively_and_on_portable_kernels():
+    """The chapter reads probes.json; here the probes run again from the shipped weights, in this process
+    and, at the same time, in a child on torch's portable kernels (another CPU, emulated). Every accuracy
+    must agree within PROBES_TOLERANCE, and every task's verdict must be the same."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from andrea.evidence.store import EMULATED
+
+    code = "import json; from andrea.trained import model as M; print(json.dumps(M._to_json(M.run_probes())))"
+    env = dict(os.environ, **EMULATED, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        native = trained.run_probes()
+    finally:
+        torch.set_num_threads(threads)
+    out, err = child.communicate(timeout=1200)
+    assert child.returncode == 0, err.decode()[-2000:]
+    emulated = trained._from_json(json.loads(out.decode().strip().splitlines()[-1]))
+    stored = trained.probe_results()
+    labels = {k: v.label for k, (v, _) in probes.decide_all(stored).items()}
+    for name, fresh in (("native", native), ("portable kernels", emulated)):
+        diff = _probe_differences(stored, fresh)
+        print(f"probes, {name} vs stored: largest difference in balanced accuracy {diff:.2g}")
+        assert diff <= PROBES_TOLERANCE, f"{name}: probes differ from probes.json by up to {diff:.3g}"
+        assert {k: v.label for k, (v, _) in probes.decide_all(fresh).items()} == labels, name
+
+
 def test_first_steps_match_the_log():
     need(corpus.available(), f"Python's manuals: {corpus.INSTALL_HINT}")
     try:

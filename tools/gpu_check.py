@@ -388,7 +388,7 @@ def andrea_imports() -> list:
     """Every top-level module that andrea imports anywhere (lazily inside functions too), but andrea itself
     and OPTIONAL_IMPORTS: what the chapter's kernel must be able to import."""
     names: list = []
-    for f in sorted((ROOT / "andrea").glob("*.py")):
+    for f in sorted((ROOT / "andrea").rglob("*.py")):
         names += [n.split(".")[0] for n in imports_in(ast.parse(f.read_text()))]
     return [n for n in dict.fromkeys(names) if n != "andrea" and n not in OPTIONAL_IMPORTS]
 

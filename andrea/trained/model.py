@@ -10,10 +10,14 @@ Python's manuals (``corpus``). The export, in ``andrea/results/trained/``:
 * ``trained.json``: the configs, the corpus, the training log (loss, validation loss, tokens per
   second), the unigram and bigram baselines, and the weights' SHA-256;
 * ``eval.npz``: held-out windows of the manuals and of the standard library's code, with the labels
-  the probes use (``probes.make_eval_set``).
+  the probes use (``probes.make_eval_set``);
+* ``probes.json``: ``probes.run_probes`` on the shipped model and its untrained self (a minute and a
+  half of forward passes on a CPU, too long for the book's build), keyed by the weights, the
+  evaluation set and the probing code; ``probe_results`` reads it, or runs the probes when it is stale.
 
 ``make test`` re-runs the first steps from scratch and compares them with the log
-(``first_steps_match``).
+(``first_steps_match``), and re-runs the probes natively and on portable kernels against
+``probes.json``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ RESULTS = Path(__file__).resolve().parent.parent / "results" / "trained"
 WEIGHTS = RESULTS / "model.safetensors"
 LOG = RESULTS / "trained.json"
 EVAL = RESULTS / "eval.npz"
+PROBES = RESULTS / "probes.json"
+# The modules whose code decides what the probes read: the model, the residual-stream hooks, the probes.
+PROBE_CODE = ("model.config", "model.layers", "model.transformer", "measure.probe", "trained.probes")
 CONFIG = replace(ANDREA_120M, d_model=192, n_head=6, n_layer=12, context_length=256)
 TRAIN = TrainConfig(
     steps=2400,
@@ -151,6 +158,62 @@ def untrained() -> Andrea:
     return Andrea(AndreaConfig(**log()["model_config"])).eval()
 
 
+def probes_key() -> str:
+    """What decides the probes' results: the shipped weights, the evaluation set, the probing code and
+    its settings, and torch."""
+    from ..files import source_hash
+
+    spec = [log()["weights_sha256"], hashlib.sha256(EVAL.read_bytes()).hexdigest(), TRAIN.seed]
+    spec += [probes.PROBE_SEEDS, probes.N_PROBE_TRAIN, probes.N_PROBE_TEST, [asdict(t) for t in probes.TASKS]]
+    digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
+    return f"{source_hash(PROBE_CODE)}-{digest}-torch{torch.__version__.split('+')[0]}"
+
+
+def _to_json(found: dict) -> dict:
+    return {
+        t: {m: {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()} for m, r in by.items()}
+        for t, by in found.items()
+    }
+
+
+def _from_json(blob: dict) -> dict:
+    return {
+        t: {m: {k: (np.array(v) if isinstance(v, list) else v) for k, v in r.items()} for m, r in by.items()}
+        for t, by in blob.items()
+    }
+
+
+def run_probes() -> dict:
+    """``probes.run_probes`` on the shipped model and its untrained self, on the evaluation set."""
+    return probes.run_probes(load(), untrained(), eval_set())
+
+
+def write_probes() -> Path:
+    """Run the probes and store them in ``probes.json`` with their key."""
+    blob = {"key": probes_key(), "threads": torch.get_num_threads(), "found": _to_json(run_probes())}
+    atomic_write_text(PROBES, json.dumps(blob) + "\n")
+    return PROBES
+
+
+def probes_status() -> str:
+    """ "current", "missing" or "stale" (made from other weights, evaluation set or code)."""
+    if not PROBES.is_file():
+        return "missing"
+    try:
+        return "current" if json.loads(PROBES.read_text(encoding="utf-8")).get("key") == probes_key() else "stale"
+    except ValueError:
+        return "stale"
+
+
+def probe_results() -> dict:
+    """The probes of the shipped model and its untrained self (``probes.run_probes``): read from
+    ``probes.json`` when it was made from these weights, this evaluation set and this code, else run
+    here (a minute or two on a CPU). Same structure either way: {task: {"trained": ..., "untrained": ...}}."""
+    if probes_status() == "current":
+        return _from_json(json.loads(PROBES.read_text(encoding="utf-8"))["found"])
+    return run_probes()
+
+
 def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict:
     """Train (resuming from ``out_dir`` when a run was interrupted), export, write the log."""
     docs = corpus.manual_docs()
@@ -220,11 +283,17 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m andrea.trained.model", description=__doc__.split("\n")[0])
     ap.add_argument("--eval-set", action="store_true", help="only (re)make eval.npz, do not train")
+    ap.add_argument("--probes", action="store_true", help="only (re)run the probes into probes.json, do not train")
     args = ap.parse_args(argv)
     if args.eval_set:
         print(f"wrote {write_eval_set()}")
         return 0
+    if args.probes:
+        t0 = time.perf_counter()
+        print(f"wrote {write_probes()} ({time.perf_counter() - t0:.0f} s)")
+        return 0
     blob = retrain()
+    write_probes()
     h = blob["history"]
     print(
         f"trained in {blob['seconds'] or float('nan'):.0f} s, {blob['tokens_per_s']:.0f} tokens/s; "

@@ -98,6 +98,7 @@ def explorer_chart(
     # off the grid (book/_static/andrea_explorer.js); the shipped rows are width 128, seed 0.
     wid = alt.param(name="width", value=E.DEFAULT_WIDTH)
     seed = alt.param(name="seed", value=0)
+    prefix = alt.param(name="readout", value=READOUT)  # the page sets READOUT_SHORT on a phone
 
     data = alt.InlineData(values=_csv(rows), format={"type": "csv", "parse": {c: "number" for c in NUMERIC}})
     base = alt.Chart(data)
@@ -130,7 +131,7 @@ def explorer_chart(
     readout = (
         current.transform_filter("datum.boundary == 0")
         .transform_calculate(
-            text=f"datum.status == 'ok' ? '{READOUT}' + format(datum.ratio, '.3g') + '×' : upper(datum.status)"
+            text="datum.status == 'ok' ? readout + format(datum.ratio, '.3g') + '×' : upper(datum.status)"
         )
         .mark_text(align="left", fontSize=13, fontWeight="bold", color=PALETTE[0])
         .encode(text="text:N", x=alt.value(0), y=alt.value(10))
@@ -144,7 +145,7 @@ def explorer_chart(
             ),
             readout,
         )
-        .add_params(lam, dep, nrm, res, wid, seed)
+        .add_params(lam, dep, nrm, res, wid, seed, prefix)
         .configure_view(stroke=None)
         .configure_axis(grid=True, gridOpacity=0.3)
     )
@@ -191,7 +192,7 @@ class StaticExplorer:
 
     def html(self) -> str:
         spec = json.dumps(self.spec, separators=(",", ":"))
-        opts = json.dumps({"start": self.start, "readout": READOUT, "readoutShort": READOUT_SHORT})
+        opts = json.dumps({"start": self.start, "readoutShort": READOUT_SHORT})
         return f"""<div class="andrea-explorer" id="{self.id}" role="figure"
  aria-label="Interactive chart: gradient RMS and residual-stream RMS at every block boundary,
  for the chosen LayerScale λ, depth, norm placement, residual path, width and seed"></div>

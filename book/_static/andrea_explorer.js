@@ -151,9 +151,7 @@
       rows.splice(0, 1, rows[0].hconcat[0], rows[0].hconcat[1]);
       rows.forEach(function (r) { r.width = w; });
       rows[2].mark.fontSize = 11;
-      rows[2].transform.forEach(function (t) {
-        if (t.calculate) t.calculate = t.calculate.replace(opts.readout, opts.readoutShort);
-      });
+      spec.params.forEach(function (p) { if (p.name === "readout") p.value = opts.readoutShort; });
     }
     var box = controls(el, start);
     var chart = html("div", {"class": "andrea-explorer-chart"});
