@@ -47,6 +47,7 @@ def main(argv=None) -> int:
             grid(n)
         if a.workers is not None and a.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {a.workers}")
+        workers()  # $ANDREA_WORKERS, checked here: a bad value is named before anything runs
     except ValueError as e:
         p.exit(2, f"{p.prog}: error: {e}\n")
     if a.list:
@@ -59,6 +60,13 @@ def main(argv=None) -> int:
             when = f"{cpu / 3600:5.2f} core-h" if cpu else "     -      "
             print(f"{n:22s} {len(g.cells):3d} runs  {st:18s} {when}  {g.title}")
         print(f"stored runs: {total / 3600:.2f} core-hours, about {total / 3600 / workers():.1f} h from nothing here")
+        from .trained import model as trained
+        from .views import explorer
+
+        print(f"{'trained':22s}   1 run   {trained.status():18s}  about 0.75 h   chapter 8's trained model")
+        print(f"{'trained probes':22s}         {trained.probes_status():18s}  about 2 min    chapter 8's linear probes")
+        shipped = "stale" if explorer.shipped().problem else "current"
+        print(f"{'explorer':22s}         {shipped:18s}                 the explorer's shipped measurements")
         return 0
     if a.reproduce:
         return _reproduce(names)

@@ -262,3 +262,16 @@ def test_the_full_reproduction_command_names_a_run_that_does_not_reproduce(monke
     assert "ch2_norm_lr: DOES NOT REPRODUCE: x: final validation loss 3.1" in out
     monkeypatch.setattr(store, "reproduce", lambda g: {"ok": True, "problems": [], "cells": []})
     assert experiments.main(["--reproduce", "ch2_norm_lr"]) == 0
+
+
+def test_the_list_names_a_bad_worker_count_and_shows_the_trained_model(monkeypatch, capsys):
+    from andrea import experiments
+
+    monkeypatch.setenv("ANDREA_WORKERS", "abc")
+    with pytest.raises(SystemExit) as e:
+        experiments.main(["--list"])
+    assert e.value.code == 2 and "ANDREA_WORKERS must be a positive integer, got 'abc'" in capsys.readouterr().err
+    monkeypatch.delenv("ANDREA_WORKERS")
+    assert experiments.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "trained " in out and "trained probes" in out and "explorer" in out
