@@ -121,7 +121,7 @@ def _with_outputs(executed: Path) -> nbformat.NotebookNode:
     cache, the copy it writes to _build/jupyter_execute has none (myst-nb 1.x writes the notebook it
     read, not the one its cache client merged), so they are merged from that cache here."""
     nb = nbformat.read(executed, as_version=4)
-    if "language_info" in nb.metadata:  # executed in this build: the copy has its outputs
+    if any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):  # executed by myst-nb: it has them
         return nb
     from jupyter_cache import get_cache
 

@@ -153,7 +153,8 @@ here we use the `tiny` preset (width 128, 4 blocks), which takes about a minute 
 from dataclasses import replace
 import torch
 from andrea import Andrea, count_parameters, gradient_flow
-from andrea.training.data import load_token_data, python_docs_corpus, corpus_stats
+from andrea.training.data import corpus_stats, load_token_data
+from andrea.training.data import python_docs_corpus
 from andrea.views.notebook import setup
 from andrea.progress import show_progress
 from andrea.training.train import PRESETS, sample, train
