@@ -4,7 +4,7 @@
 decides a verdict (each grid's ``decisions``), natively and under torch's portable kernels (another
 CPU, emulated): they must match the stored losses within ``andrea.evidence.store.TOLERANCE``. It then re-runs a
 sample of those runs in full, natively and emulated (``store.full_sample``: drawn from the commit's
-hash, about 150 s of stored training per commit, so that over commits every deciding run up to 100 s
+hash, about 60 s of stored training per commit, so that over commits every deciding run up to 90 s
 is re-run): natively the re-run must match the stored numbers; emulated, its final loss must stay
 within the grid's stated ``kernel_tolerance``. ``python -m andrea.experiments --reproduce`` re-runs
 every deciding run in full (the longer ones only there). The test also fails when a grid's stored

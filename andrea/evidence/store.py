@@ -506,8 +506,8 @@ def reproduce_first_steps(grid: Grid, emulate: bool = True, steps: int = EARLY_S
 # How much of the full re-runs one commit's ``make test`` does: the stored seconds of native training
 # it re-runs (each run is re-run natively and on portable kernels, two at a time), and the longest run
 # it takes. Longer runs are re-run in full by ``python -m andrea.experiments --reproduce``.
-FULL_SAMPLE_BUDGET_S = 150.0
-FULL_SAMPLE_LONGEST_S = 100.0
+FULL_SAMPLE_BUDGET_S = 60.0
+FULL_SAMPLE_LONGEST_S = 90.0
 
 
 def deciding_seconds(grids: Sequence[Grid]) -> dict[tuple[str, int], float]:
