@@ -1,7 +1,8 @@
 # ANDREA book. Every target sets up what it needs (the .venv, the vendored JavaScript) by itself.
 #   make book    set up and build the book into _build/html (warnings are errors)
 #   make test    set up, check style and types, build the book, run every test (package, widgets,
-#                chapters, the site in Chromium, the labs in JupyterLab, the stored results)
+#                chapters, the site in Chromium, the labs in JupyterLab, the stored results), two at a
+#                time (TEST_WORKERS=1 for one)
 #   make lab     set up and open the labs in JupyterLab
 #   make bench   set up and print the benchmark tables
 #   make experiments  set up and (re)run the training grids whose stored results are missing or stale, and
@@ -54,7 +55,7 @@ test: $(STAMP) $(VENDOR) chromium corpus
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	@bash tools/build_book.sh
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(or $(TEST_WORKERS),2) --dist loadscope --no-loadscope-reorder
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --config=tools/jupyter_lab_config.py notebooks/

@@ -131,7 +131,7 @@ def _portable(threads: int):
             pytest.fail("no native build in _build: `make test` builds the book before the tests")
         pytest.skip("no native build in _build: run `make book` first")
     r = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "portable.py"), "--threads", str(threads)],
+        [sys.executable, str(ROOT / "tools" / "portable.py"), "--threads", str(threads), "--stating"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -149,3 +149,5 @@ def test_the_book_says_the_same_on_portable_kernels():
     rc, report = _portable(1)
     assert rc == 0, report[-6000:]
     assert "No reading differs beyond its tolerance" in report
+    # every page that states something was executed and compared; the ones left out state nothing
+    assert "9 pages state something" in report and "['intro', 'lab1_gradient_flow', 'lab2_training']" in report

@@ -534,6 +534,12 @@ def main(argv=None) -> int:
     )
     p.add_argument("--out", type=Path, default=BUILD / "portable", help="where the executed pages and report go")
     p.add_argument("--pages", nargs="+", metavar="STEM", help="only these pages (e.g. 07_layerscale)")
+    p.add_argument(
+        "--stating",
+        action="store_true",
+        help="only the pages that state something to compare in the native build (a glued value, a claims "
+        "table, an exercise check): `make test`'s pass; the labs and the introduction state nothing",
+    )
     p.add_argument("--execute-one", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--into", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -549,6 +555,13 @@ def main(argv=None) -> int:
     bad = [x for x in a.pages or [] if x not in stems]
     if bad:
         p.exit(2, f"{p.prog}: error: no page {bad}; the pages are {stems}\n")
+    if a.stating:
+        if a.against != "build" or not (BUILD / "jupyter_execute").is_dir():
+            p.exit(2, f"{p.prog}: error: --stating reads the native build in {BUILD}: run `make book` first\n")
+        stating = sorted(k for k, v in read_build().items() if v)
+        silent = [x for x in stems if x not in stating]
+        print(f"portable: {len(stating)} pages state something; not executed here (they state nothing): {silent}")
+        a.pages = [x for x in (a.pages or stating) if x in stating]
     folder = a.out / name
     for old in folder.glob("*.ipynb") if folder.is_dir() else []:
         old.unlink()  # a page left from an earlier run must not be read as this run's

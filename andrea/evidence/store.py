@@ -59,9 +59,10 @@ CODE_MODULES = (
     "evidence.runs",
 )
 # Reproduction: a cell re-run from scratch must match the stored one within these (absolute, nats).
-# Runs are bit-identical on one kind of CPU; these allow for another CPU's kernels (measured under
-# EMULATED: first 20 losses up to 0.002 apart in the most chaotic deciding run, no normalisation at lr
-# 3e-2; final losses: KERNEL_TOLERANCE), so that `make test` also passes on a machine of another kind.
+# Runs are bit-identical on one kind of CPU; the first losses' tolerance allows for another CPU's kernels
+# (measured under EMULATED: first 20 losses up to 0.002 apart in the most chaotic deciding run, no
+# normalisation at lr 3e-2), so that `make test` also passes on a machine of another kind. The final
+# loss's holds on the stored run's kind of CPU; on another, the grid's kernel tolerance (final_tolerance).
 TOLERANCE = {"early_loss": 0.005, "final_val_loss": 0.015}
 EARLY_STEPS = 20
 # How much a change of CPU kernels moves one stored run's final validation loss (nats), per grid
@@ -236,9 +237,30 @@ def _run_cached(cell: Cell) -> dict:
     cached = read_cached(p, code_hash())
     if cached is not None:
         return json.loads(cached)
-    row = run_cell(cell, threads=1)
+    row = {**run_cell(cell, threads=1), "cpu": cpu_identity()}  # which kind of CPU trained it
     write_cached(p, json.dumps(row).encode(), code_hash())
     return row
+
+
+def cpu_identity() -> str:
+    """The kind of CPU this process computes on, as far as a float's last bits go: the processor's model
+    and torch's vector kernels (``ATEN_CPU_CAPABILITY`` included). Two runs of one cell on the same kind
+    are bit-identical; on another kind (an AMD against an Intel processor, AVX2 against AVX-512) they
+    differ in the last bits, which a long, unstable run can grow into visible differences."""
+    import torch
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        r = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True)
+        model = r.stdout.strip() or model
+    return f"{model}, {torch.backends.cpu.get_cpu_capability()}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,20 +408,35 @@ def rows(blob: dict, kernel_tolerance: float = 0.0) -> list[dict]:
     ]
 
 
-def run_emulated(cell: Cell) -> dict:
-    """Train ``cell`` (one thread) in a child process that uses torch's portable kernels: the run as a
-    CPU with other vector units would compute it (``ATEN_CPU_CAPABILITY`` is read when torch loads)."""
+def start_emulated(cell: Cell) -> subprocess.Popen:
+    """Start training ``cell`` (one thread) in a child process that uses torch's portable kernels: the run
+    as a CPU with other vector units would compute it (``ATEN_CPU_CAPABILITY`` is read when torch loads).
+    The caller may train natively meanwhile; ``finish_emulated`` collects the result."""
     code = (
         "import json, sys; from andrea.evidence import store, runs; "
         "print(json.dumps(runs.run_cell(store.Cell(**json.loads(sys.stdin.read())), threads=1)))"
     )
-    env = dict(os.environ, **EMULATED)
-    r = subprocess.run(
-        [sys.executable, "-c", code], input=json.dumps(cell.spec()), env=env, capture_output=True, text=True
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, **EMULATED),
+        text=True,
     )
-    if r.returncode != 0:
-        raise RuntimeError(f"the emulated run of {cell.label} failed: {r.stderr.strip()[-500:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(cell.spec()))
+    proc.stdin.close()
+    return proc
+
+
+def finish_emulated(proc: subprocess.Popen, cell: Cell) -> dict:
+    """The result of a ``start_emulated`` run, once it has finished."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    if proc.wait() != 0:
+        raise RuntimeError(f"the emulated run of {cell.label} failed: {err.strip()[-500:]}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 class _Enough(Exception):
@@ -504,10 +541,13 @@ def reproduce_first_steps(grid: Grid, emulate: bool = True, steps: int = EARLY_S
 
 
 # How much of the full re-runs one commit's ``make test`` does: the stored seconds of native training
-# it re-runs (each run is re-run natively and on portable kernels, two at a time), and the longest run
-# it takes. Longer runs are re-run in full by ``python -m andrea.experiments --reproduce``.
-FULL_SAMPLE_BUDGET_S = 60.0
-FULL_SAMPLE_LONGEST_S = 90.0
+# it re-runs, and the longest run it takes. Each run is re-run natively and on portable kernels at once
+# (one core each); the portable kernels take about 2.4 times the stored seconds (measured: a run stored
+# at 86 s took 300 s re-run both ways one after the other), so 35 s stored is about 85 s of test. Longer
+# runs are re-run in full by ``python -m andrea.experiments --reproduce``; every run's first steps are
+# re-run by every ``make test`` (``reproduce_first_steps``).
+FULL_SAMPLE_BUDGET_S = 35.0
+FULL_SAMPLE_LONGEST_S = 35.0
 
 
 def deciding_seconds(grids: Sequence[Grid]) -> dict[tuple[str, int], float]:
@@ -607,6 +647,22 @@ def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict
     }
 
 
+def final_tolerance(grid: Grid, same_cpu: bool, kind: str = "interval") -> Optional[float]:
+    """How far a native re-run's final validation loss may sit from the stored one: ``TOLERANCE`` on the
+    kind of CPU that trained the stored run (``cpu_identity``, recorded with each run; runs stored before
+    it was recorded count as another kind). On another kind the re-run is held to what the portable-kernel
+    run is held to: for a decision on intervals of losses, what another CPU's rounding can move the grid's
+    runs (``grid.kernel_tolerance``); for a decision that counts events (``kind`` "count": None here), the
+    same event as the stored run (its final loss is not what the verdict reads). Measured: a run of
+    chapter 7's unstable regime (pre-norm, plain init, no warmup, lr 3e-3), stored by an earlier session's
+    machine, re-ran identically for 27 steps on an AMD EPYC (AVX-512) and ended 0.019 nats apart; a run of
+    chapter 2's no-normalisation arm at lr 1e-2 (a decision that counts divergences) ended 0.043 apart
+    there, where the portable kernels had moved it 0.007."""
+    if same_cpu:
+        return TOLERANCE["final_val_loss"]
+    return None if kind == "count" else max(TOLERANCE["final_val_loss"], grid.kernel_tolerance)
+
+
 def reproduce(grid: Grid, emulate: bool = True, only: Optional[Sequence[int]] = None) -> dict:
     """Re-run, from scratch and in full, the first deciding seed of each deciding arm (``grid.decisions``
     whose role is "decides"; ``only``: just these cell indices), natively and
@@ -630,7 +686,14 @@ def reproduce(grid: Grid, emulate: bool = True, only: Optional[Sequence[int]] = 
         if only is not None and i not in only:
             continue
         cell, stored = grid.cells[i], blob["cells"][i]["result"]
-        fresh = run_cell(cell, threads=1)
+        background = start_emulated(cell) if emulate else None  # on the other core, while this one trains
+        try:
+            fresh = run_cell(cell, threads=1)
+        except BaseException:
+            if background is not None:
+                background.kill()
+                background.wait()
+            raise
         native = _differences(stored, fresh)
         if bool(stored["diverged"]) != bool(fresh["diverged"]):
             problems.append(f"{cell.label}: diverged: stored {stored['diverged']}, now {fresh['diverged']}")
@@ -640,17 +703,27 @@ def reproduce(grid: Grid, emulate: bool = True, only: Optional[Sequence[int]] = 
                 f"{cell.label}: first {EARLY_STEPS} losses differ by up to {native['early_loss']:.2g} "
                 f"(tolerance {TOLERANCE['early_loss']})"
             )
-        if native["final_val_loss"] is not None and native["final_val_loss"] > TOLERANCE["final_val_loss"]:
+        m = margin(grid, dec, rs)
+        same_cpu = stored.get("cpu") == cpu_identity()
+        final_tol = final_tolerance(grid, same_cpu, m["kind"])
+        kind = "the same" if same_cpu else "another"
+        if final_tol is None and bool(_stat(fresh, dec)) != bool(_stat(stored, dec)):
+            problems.append(
+                f"{cell.label}: {dec.field} {_stat(fresh, dec)} here, {_stat(stored, dec)} in the stored run "
+                f"(another kind of CPU than the stored run's: the verdict counts this event)"
+            )
+        elif final_tol is not None and native["final_val_loss"] is not None and native["final_val_loss"] > final_tol:
             problems.append(
                 f"{cell.label}: final validation loss {fresh['final_val_loss']} vs stored {stored['final_val_loss']} "
-                f"(tolerance {TOLERANCE['final_val_loss']})"
+                f"(tolerance {final_tol}: {kind} kind of CPU as the stored run's)"
             )
         row = {"what": dec.what, "label": cell.label, "native": native, "seconds": fresh["seconds"]}
-        row["native"]["identical"] = row_exact  # bit-identical to the stored run (expected on this kind of CPU)
-        m = margin(grid, dec, rs)
+        row["native"]["identical"] = row_exact  # bit-identical to the stored run (expected on its kind of CPU)
+        row["native"]["same_cpu"] = same_cpu
+        row["native"]["tolerance"] = final_tol
         row["margin"] = m
-        if emulate:
-            emu = run_emulated(cell)
+        if background is not None:
+            emu = finish_emulated(background, cell)
             spread = None
             if fresh["final_val_loss"] is not None and emu["final_val_loss"] is not None:
                 spread = abs(fresh["final_val_loss"] - emu["final_val_loss"])

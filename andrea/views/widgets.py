@@ -153,7 +153,6 @@ class GradientFlowExplorer(W.VBox):
             png = self._png[s] = self._figure.png()
             if len(self._png) > self.cache.maxsize:
                 self._png.pop(next(iter(self._png)))  # drop the oldest
-        self.image.value = png
         self.figure_data = {
             "setting": s,
             "grad_rms": r.grad_rms.copy(),
@@ -163,6 +162,8 @@ class GradientFlowExplorer(W.VBox):
         }
         colour = {"ok": "#0072B2", "diverged": "#D55E00", "vanished": "#D55E00"}[r.status]
         self.readout.value = f"<b style='color:{colour}'>{E.summary(r)}</b>"
+        # the image last: the front end applies the messages in order, so a new image means a new readout
+        self.image.value = png
         how = "from cache" if cached else ("from the shipped measurements" if shipped else "computed")
         self.status.value = (
             f"<span style='color:#666;font-size:85%'>{how} in "
