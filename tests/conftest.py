@@ -37,16 +37,15 @@ def site() -> Path:
 # on one worker with its fixtures). The modules start longest first, so that the two workers finish
 # together: seconds measured with two workers (2 cores); the others follow in file order.
 MODULE_SECONDS = {
-    "test_portable.py": 400,
-    "test_store.py": 390,
-    "test_faults.py": 290,
-    "test_site.py": 270,
-    "test_gpu_check.py": 140,
-    "test_trained.py": 135,
+    "test_store.py": 376,
+    "test_faults.py": 345,
+    "test_portable.py": 272,
+    "test_site.py": 229,
+    "test_gpu_check.py": 146,
+    "test_trained.py": 95,
     "test_exercises.py": 80,
-    "test_lab_ui.py": 60,
-    "test_widgets.py": 55,
-    "test_page_model.py": 50,
+    "test_page_model.py": 42,
+    "test_lab_ui.py": 41,
     "test_train.py": 40,
     "test_labs.py": 30,
 }

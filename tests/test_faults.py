@@ -467,13 +467,13 @@ def test_explorer_shipped_file_wrong_content_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "RESULTS", tmp_path)
     for content in ("{}", json.dumps(dict(real, settings=real["settings"][:2])), "garbage"):
         store.path(E.SHIPPED).write_text(content)
-        E._SHIPPED = None
+        monkeypatch.setattr(E, "_SHIPPED", None)  # restored after the test: later tests read the real file
         if content == "{}":
             assert len(E.shipped()) == 0 and E.shipped().problem  # other code's (no key): not used
             continue
         with pytest.warns(UserWarning, match="ignoring"):
             assert len(E.shipped()) == 0
-    E._SHIPPED = None
+    monkeypatch.setattr(E, "_SHIPPED", None)
     s = E.Setting(depth=2, width=64)
     assert math.isfinite(E.probe(s, cache=None).grad_ratio)  # measured live instead
 
