@@ -424,6 +424,22 @@ def test_damaged_cache_files_are_reported_and_rebuilt(tmp_path, monkeypatch, cor
     assert torch.equal(again.train, good.train) and torch.equal(again.val, good.val)
 
 
+def test_a_save_killed_before_its_rename_leaves_no_file_forever(tmp_path, capsys):
+    """A SIGKILL between writing a checkpoint's temporary file and renaming it leaves the file; the next
+    run that takes the folder removes it and says so."""
+    from andrea.files import temporary_name
+    from andrea.training.checkpoint import RunDir
+
+    stray = temporary_name(tmp_path / "last.pt")
+    stray.write_bytes(b"half a checkpoint")
+    keep = tmp_path / "notes.txt"
+    keep.write_text("the reader's own file")
+    with RunDir(tmp_path) as run:
+        assert not stray.exists() and keep.exists()
+        assert run.remove_stray_temporaries() == []
+    assert f"removed 1 temporary file(s) left by an interrupted save: {stray.name}" in capsys.readouterr().err
+
+
 def test_cache_writes_leave_no_temporary_files(tmp_path, monkeypatch):
     monkeypatch.setenv("ANDREA_CACHE", str(tmp_path))
     from andrea.training.data import load_token_data

@@ -131,11 +131,19 @@ def _js(s: Setting) -> dict:
         ({"norm": "deepnorm"}, 'norm must be one of pre, post, none, got "deepnorm"'),
         ({"layerscale": 2}, "layerscale must be null (off) or a number from 1e-6 to 1, got 2"),
         ({"seed": -1}, "seed must be an integer from 0 to 10000, got -1"),
+        ({"layerscale": float("nan")}, "layerscale must be null (off) or a number from 1e-6 to 1, got NaN"),
+        ({"depth": float("inf")}, "depth must be an integer from 1 to 96, got Infinity"),
     ],
 )
 def test_bad_settings_are_named(page, bad, message):
     got = page.evaluate(f"s => {TRY.format('AndreaFlow.measure(s)')}", bad)
     assert message in got
+
+
+@pytest.mark.parametrize("bad, shown", [("5", "5"), ("null", "null"), ("[12]", "[12]"), ("'deep'", '"deep"')])
+def test_a_setting_that_is_not_an_object_is_named_not_replaced_by_the_default(page, bad, shown):
+    got = page.evaluate(f"() => {TRY.format(f'AndreaFlow.measure({bad})')}")
+    assert f'a setting must be an object such as {{depth: 12, norm: "pre"}}, got {shown}' in got, got
 
 
 def test_bad_token_id_is_named(page):

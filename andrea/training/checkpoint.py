@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Optional
@@ -87,6 +88,18 @@ class RunDir:
         f.write(str(os.getpid()))
         f.flush()
         self._lock_file = f
+        self.remove_stray_temporaries()
+
+    def remove_stray_temporaries(self) -> list[Path]:
+        """Delete the temporary files of saves that were killed before their rename (SIGKILL, power loss):
+        with the lock held no other process writes here, so every one left is stray. Says what it removed."""
+        stray = sorted(q for q in self.path.glob(".*.tmp") if q.is_file())
+        for q in stray:
+            q.unlink(missing_ok=True)
+        if stray:
+            names = ", ".join(q.name for q in stray)
+            print(f"removed {len(stray)} temporary file(s) left by an interrupted save: {names}", file=sys.stderr)
+        return stray
 
     def unlock(self) -> None:
         if self._lock_file is not None:

@@ -24,7 +24,14 @@
   function fail(msg) { throw new Error("andrea_flow: " + msg); }
 
   /* A setting, checked: the same ranges as andrea.views.explorer.Setting (widths 32-128 here). */
+  /* a value as the reader typed it: JSON.stringify would print NaN and Infinity as null */
+  function shown(v) {
+    return typeof v === "number" && !isFinite(v) ? String(v) : v === undefined ? "undefined" : JSON.stringify(v);
+  }
+
   function checkSetting(s) {
+    if (s === null || typeof s !== "object" || Array.isArray(s))
+      fail("a setting must be an object such as {depth: 12, norm: \"pre\"}, got " + shown(s));
     var out = {
       width: s.width === undefined ? 128 : s.width,
       depth: s.depth === undefined ? 12 : s.depth,
@@ -34,17 +41,17 @@
       seed: s.seed === undefined ? 0 : s.seed,
     };
     if (!Number.isInteger(out.width) || out.width < 32 || out.width > 128 || out.width % HEAD_DIM)
-      fail("width must be 32, 64, 96 or 128, got " + JSON.stringify(s.width));
+      fail("width must be 32, 64, 96 or 128, got " + shown(s.width));
     if (!Number.isInteger(out.depth) || out.depth < 1 || out.depth > 96)
-      fail("depth must be an integer from 1 to 96, got " + JSON.stringify(s.depth));
-    if (NORMS.indexOf(out.norm) < 0) fail("norm must be one of pre, post, none, got " + JSON.stringify(s.norm));
+      fail("depth must be an integer from 1 to 96, got " + shown(s.depth));
+    if (NORMS.indexOf(out.norm) < 0) fail("norm must be one of pre, post, none, got " + shown(s.norm));
     if (out.residual !== true && out.residual !== false)
-      fail("residual must be true or false, got " + JSON.stringify(s.residual));
+      fail("residual must be true or false, got " + shown(s.residual));
     if (out.layerscale !== null &&
         (typeof out.layerscale !== "number" || !(out.layerscale >= 1e-6 && out.layerscale <= 1)))
-      fail("layerscale must be null (off) or a number from 1e-6 to 1, got " + JSON.stringify(s.layerscale));
+      fail("layerscale must be null (off) or a number from 1e-6 to 1, got " + shown(s.layerscale));
     if (!Number.isInteger(out.seed) || out.seed < 0 || out.seed > 10000)
-      fail("seed must be an integer from 0 to 10000, got " + JSON.stringify(s.seed));
+      fail("seed must be an integer from 0 to 10000, got " + shown(s.seed));
     return out;
   }
 
