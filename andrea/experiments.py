@@ -17,7 +17,7 @@ import argparse
 import sys
 import time
 
-from .evidence import store
+from .evidence import rerun, store
 from .evidence.evaluation import info, run, status
 from .evidence.grids import GRIDS, grid
 from .evidence.store import workers
@@ -120,11 +120,11 @@ def main(argv=None) -> int:
 
 
 def _reproduce(names: list[str]) -> int:
-    """Every deciding run of ``names`` re-run in full (store.reproduce); 1 when one does not reproduce."""
+    """Every deciding run of ``names`` re-run in full (rerun.reproduce); 1 when one does not reproduce."""
     bad = 0
     for n in names:
         t1 = time.perf_counter()
-        r = store.reproduce(grid(n))
+        r = rerun.reproduce(grid(n))
         for c in r["cells"]:
             spread = c.get("emulated", {}).get("spread")
             print(

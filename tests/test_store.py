@@ -3,7 +3,7 @@
 `make test` re-runs, from scratch, the first 20 training steps of the seed run of every arm that
 decides a verdict (each grid's ``decisions``), natively and under torch's portable kernels (another
 CPU, emulated): they must match the stored losses within ``andrea.evidence.store.TOLERANCE``. It then re-runs a
-sample of those runs in full, natively and emulated (``store.full_sample``: drawn from the commit's
+sample of those runs in full, natively and emulated (``rerun.full_sample``: drawn from the commit's
 hash, about 35 s of stored training per commit, so that over commits every deciding run up to 35 s
 is re-run): natively the re-run must match the stored numbers; emulated, its final loss must stay
 within the grid's stated ``kernel_tolerance``. ``python -m andrea.experiments --reproduce`` re-runs
@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
-from andrea.evidence import evaluation, grids, store
+from andrea.evidence import evaluation, grids, rerun, store
 
 GRIDS = sorted(grids.GRIDS)
 
@@ -33,12 +33,12 @@ def test_stored_results_are_current_and_complete(name):
 
 
 def _first_steps(name):
-    return name, store.reproduce_first_steps(grids.grid(name))
+    return name, rerun.reproduce_first_steps(grids.grid(name))
 
 
 def _full(job):
     name, i = job
-    return job, store.reproduce(grids.grid(name), only=[i])
+    return job, rerun.reproduce(grids.grid(name), only=[i])
 
 
 def _pool():
@@ -51,7 +51,7 @@ def first_steps():
         return dict(pool.map(_first_steps, GRIDS))
 
 
-SAMPLE = store.full_sample(store.deciding_seconds([grids.grid(n) for n in GRIDS]), store.sample_seed())
+SAMPLE = rerun.full_sample(rerun.deciding_seconds([grids.grid(n) for n in GRIDS]), rerun.sample_seed())
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_a_sample_of_deciding_runs_reproduces_in_full_natively_and_on_portable_k
     else:
         room = f"an event count ({m['events']} of {m['runs']} runs)"
     print(
-        f"{job[0]} (sample of commit {store.sample_seed()[:12]}): {c['label']}: native vs stored "
+        f"{job[0]} (sample of commit {rerun.sample_seed()[:12]}): {c['label']}: native vs stored "
         f"{c['native']['final_val_loss']} ({'bit-identical' if c['native']['identical'] else 'not identical'}; "
         f"{'the same' if c['native']['same_cpu'] else 'another'} kind of CPU, tolerance {c['native']['tolerance']}), "
         f"portable kernels vs native {e.get('spread')} "
@@ -97,16 +97,16 @@ def test_a_sample_of_deciding_runs_reproduces_in_full_natively_and_on_portable_k
 
 
 def test_the_full_sample_is_drawn_from_the_commit_and_covers_every_short_run_over_commits():
-    seconds = store.deciding_seconds([grids.grid(n) for n in GRIDS])
-    a, b = store.full_sample(seconds, "commit-a"), store.full_sample(seconds, "commit-b")
-    assert a == store.full_sample(seconds, "commit-a") and a != b
+    seconds = rerun.deciding_seconds([grids.grid(n) for n in GRIDS])
+    a, b = rerun.full_sample(seconds, "commit-a"), rerun.full_sample(seconds, "commit-b")
+    assert a == rerun.full_sample(seconds, "commit-a") and a != b
     for sample in (a, b):
-        assert sum(seconds[j] for j in sample) <= store.FULL_SAMPLE_BUDGET_S or len(sample) == 1
-        assert all(seconds[j] <= store.FULL_SAMPLE_LONGEST_S for j in sample)
+        assert sum(seconds[j] for j in sample) <= rerun.FULL_SAMPLE_BUDGET_S or len(sample) == 1
+        assert all(seconds[j] <= rerun.FULL_SAMPLE_LONGEST_S for j in sample)
     covered = set()
     for k in range(200):
-        covered |= set(store.full_sample(seconds, f"commit-{k}"))
-    short = {j for j, s in seconds.items() if s <= store.FULL_SAMPLE_LONGEST_S}
+        covered |= set(rerun.full_sample(seconds, f"commit-{k}"))
+    short = {j for j, s in seconds.items() if s <= rerun.FULL_SAMPLE_LONGEST_S}
     assert covered == short and len(short) >= len(seconds) // 2  # the rest: `--reproduce` (README)
 
 
@@ -119,31 +119,31 @@ def test_changed_first_steps_are_caught(tmp_path, monkeypatch):
     name = "ch2_norm_lr"
     g = grids.grid(name)
     real = json.loads(store.path(name).read_text())
-    [(_, i), *_] = store.deciding_cells(g)
+    [(_, i), *_] = rerun.deciding_cells(g)
     original = copy.deepcopy(real)
 
     def fresh(cell, steps=store.EARLY_STEPS):  # what a re-run gives (it is deterministic): the stored start
         return {"loss": original["cells"][g.cells.index(cell)]["result"]["loss"][:steps], "diverged": False}
 
-    monkeypatch.setattr(store, "run_prefix", fresh)
+    monkeypatch.setattr(rerun, "run_prefix", fresh)
     monkeypatch.setattr(
-        store, "run_prefixes_emulated", lambda cells, steps=store.EARLY_STEPS: [fresh(c) for c in cells]
+        rerun, "run_prefixes_emulated", lambda cells, steps=store.EARLY_STEPS: [fresh(c) for c in cells]
     )
     monkeypatch.setattr(store, "RESULTS", tmp_path)
     store.path(name).write_text(json.dumps(real))
-    assert store.reproduce_first_steps(g)["ok"]
+    assert rerun.reproduce_first_steps(g)["ok"]
     real["cells"][i]["result"]["loss"][5] += 10 * store.TOLERANCE["early_loss"]
     store.path(name).write_text(json.dumps(real))
-    r = store.reproduce_first_steps(g)
+    r = rerun.reproduce_first_steps(g)
     assert not r["ok"] and "first 20 losses differ" in r["problems"][0] and "(native)" in r["problems"][0]
     real["cells"][i]["result"]["loss"][5] -= 10 * store.TOLERANCE["early_loss"]
     store.path(name).write_text(json.dumps(real))
     monkeypatch.setattr(
-        store,
+        rerun,
         "run_prefixes_emulated",
         lambda cells, steps=store.EARLY_STEPS: [{**fresh(c), "diverged": True} for c in cells],
     )
-    r = store.reproduce_first_steps(g)
+    r = rerun.reproduce_first_steps(g)
     assert not r["ok"] and "(emulated)" in r["problems"][0] and "diverged: True" in r["problems"][0]
 
 
@@ -160,17 +160,17 @@ def test_a_changed_result_is_caught(tmp_path, monkeypatch):
     real["cells"][i]["result"]["loss"][3] += 10 * store.TOLERANCE["early_loss"]
     monkeypatch.setattr(store, "RESULTS", tmp_path)
     store.path(name).write_text(json.dumps(real))
-    monkeypatch.setattr(store, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
-    r = store.reproduce(g, emulate=False)
+    monkeypatch.setattr(rerun, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
+    r = rerun.reproduce(g, emulate=False)
     assert not r["ok"] and "first 20 losses differ" in r["problems"][0]
     # ... and a portable-kernel run that ends further away than the grid's kernel tolerance is caught
     moved = copy.deepcopy(fresh)
     moved["final_val_loss"] += 2 * g.kernel_tolerance
-    monkeypatch.setattr(store, "start_emulated", lambda cell: "started")
-    monkeypatch.setattr(store, "finish_emulated", lambda proc, cell: moved if proc == "started" else None)
+    monkeypatch.setattr(rerun, "start_emulated", lambda cell: "started")
+    monkeypatch.setattr(rerun, "finish_emulated", lambda proc, cell: moved if proc == "started" else None)
     real["cells"][i]["result"]["loss"][3] -= 10 * store.TOLERANCE["early_loss"]
     store.path(name).write_text(json.dumps(real))
-    r = store.reproduce(g)
+    r = rerun.reproduce(g)
     assert not r["ok"] and any("kernel tolerance" in p for p in r["problems"]), r["problems"]
 
 
@@ -181,11 +181,11 @@ def test_a_final_loss_is_held_to_the_stored_runs_kind_of_cpu(tmp_path, monkeypat
     import json
 
     g7 = grids.grid("ch7_layerscale")
-    assert store.final_tolerance(g7, same_cpu=True) == store.TOLERANCE["final_val_loss"]
-    assert store.final_tolerance(g7, same_cpu=False) == g7.kernel_tolerance > store.TOLERANCE["final_val_loss"]
+    assert rerun.final_tolerance(g7, same_cpu=True) == store.TOLERANCE["final_val_loss"]
+    assert rerun.final_tolerance(g7, same_cpu=False) == g7.kernel_tolerance > store.TOLERANCE["final_val_loss"]
     # a decision that counts events: on another CPU the event itself must be the same, whatever the loss
-    assert store.final_tolerance(g7, same_cpu=True, kind="count") == store.TOLERANCE["final_val_loss"]
-    assert store.final_tolerance(g7, same_cpu=False, kind="count") is None
+    assert rerun.final_tolerance(g7, same_cpu=True, kind="count") == store.TOLERANCE["final_val_loss"]
+    assert rerun.final_tolerance(g7, same_cpu=False, kind="count") is None
     name = "ch5_activation"
     g = grids.grid(name)
     real = json.loads(store.path(name).read_text())
@@ -193,14 +193,14 @@ def test_a_final_loss_is_held_to_the_stored_runs_kind_of_cpu(tmp_path, monkeypat
     fresh = copy.deepcopy(real["cells"][i]["result"])
     fresh["final_val_loss"] += 2 * store.TOLERANCE["final_val_loss"]
     monkeypatch.setattr(store, "RESULTS", tmp_path)
-    monkeypatch.setattr(store, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
+    monkeypatch.setattr(rerun, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
     real["cells"][i]["result"]["cpu"] = store.cpu_identity()  # stored on this very kind of CPU
     store.path(name).write_text(json.dumps(real))
-    r = store.reproduce(g, emulate=False)
+    r = rerun.reproduce(g, emulate=False)
     assert not r["ok"] and "the same kind of CPU" in r["problems"][0], r["problems"]
     real["cells"][i]["result"]["cpu"] = "another processor, AVX2"
     store.path(name).write_text(json.dumps(real))
-    r = store.reproduce(g, emulate=False)
+    r = rerun.reproduce(g, emulate=False)
     assert r["cells"][0]["native"]["same_cpu"] is False
     assert r["ok"] == (2 * store.TOLERANCE["final_val_loss"] <= g.kernel_tolerance), r["problems"]
 
@@ -210,25 +210,25 @@ def test_on_another_cpu_a_counted_event_must_be_the_same_whatever_the_final_loss
     import json
 
     g = grids.grid("ch2_norm_lr")
-    dec, i = store.deciding_cells(g)[0]
+    dec, i = rerun.deciding_cells(g)[0]
     assert dec.test == "fisher" and dec.field == "diverged"
     real = json.loads(store.path(g.name).read_text())
     stored = real["cells"][i]["result"]
     fresh = copy.deepcopy(stored)
     fresh["final_val_loss"] += 10 * g.kernel_tolerance  # far off, and the same event: another CPU may
     monkeypatch.setattr(store, "RESULTS", tmp_path)
-    monkeypatch.setattr(store, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
+    monkeypatch.setattr(rerun, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
     stored["cpu"] = "another processor, AVX2"
     store.path(g.name).write_text(json.dumps(real))
-    r = store.reproduce(g, emulate=False, only=[i])
+    r = rerun.reproduce(g, emulate=False, only=[i])
     assert r["ok"] and r["cells"][0]["native"]["tolerance"] is None, r["problems"]
     fresh.update(diverged=not stored["diverged"])  # another event: the verdict's count would change
-    r = store.reproduce(g, emulate=False, only=[i])
+    r = rerun.reproduce(g, emulate=False, only=[i])
     assert not r["ok"] and any("the verdict counts this event" in p or "diverged" in p for p in r["problems"])
     stored["cpu"] = store.cpu_identity()  # on the stored run's own kind of CPU the loss must match too
     fresh.update(diverged=stored["diverged"])
     store.path(g.name).write_text(json.dumps(real))
-    r = store.reproduce(g, emulate=False, only=[i])
+    r = rerun.reproduce(g, emulate=False, only=[i])
     assert not r["ok"] and "the same kind of CPU" in r["problems"][0], r["problems"]
 
 
@@ -242,13 +242,13 @@ def test_a_verdict_closer_to_flipping_than_the_kernel_tolerance_is_reported_as_i
 
     g = grids.grid("ch1_residual")
     dec = g.decisions[0]
-    m = store.margin(g, dec)
+    m = rerun.margin(g, dec)
     assert m["label"] == m["robust_label"] == "confirmed" and m["distance"] > m["widening"]  # robust today
     wide = dataclasses.replace(g, kernel_tolerance=m["distance"])
     rows = store.rows(store.load(g), wide.kernel_tolerance)
     v = verdict.compare(store.paired(rows, dec.field, dec.against, dec.arm), dec.predicted)
     assert v.label == "inconclusive" and "another CPU" in v.reason
-    assert store.margin(wide, dec)["robust_label"] == "inconclusive"
+    assert rerun.margin(wide, dec)["robust_label"] == "inconclusive"
 
 
 def test_results_of_another_torch_version_are_shown_with_a_warning_not_refused(tmp_path, monkeypatch):
@@ -317,11 +317,11 @@ def test_the_full_reproduction_command_names_a_run_that_does_not_reproduce(monke
     from andrea import experiments
 
     fake = {"ok": False, "problems": ["x: final validation loss 3.1 vs stored 3.0"], "cells": []}
-    monkeypatch.setattr(store, "reproduce", lambda g: fake)
+    monkeypatch.setattr(rerun, "reproduce", lambda g: fake)
     assert experiments.main(["--reproduce", "ch2_norm_lr"]) == 1
     out = capsys.readouterr().out
     assert "ch2_norm_lr: DOES NOT REPRODUCE: x: final validation loss 3.1" in out
-    monkeypatch.setattr(store, "reproduce", lambda g: {"ok": True, "problems": [], "cells": []})
+    monkeypatch.setattr(rerun, "reproduce", lambda g: {"ok": True, "problems": [], "cells": []})
     assert experiments.main(["--reproduce", "ch2_norm_lr"]) == 0
 
 

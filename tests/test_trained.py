@@ -91,7 +91,8 @@ def test_the_stored_probes_reproduce_natively_and_on_portable_kernels():
     import subprocess
     import sys
 
-    from andrea.evidence.store import EMULATED, sample_seed
+    from andrea.evidence.rerun import sample_seed
+    from andrea.evidence.store import EMULATED
 
     part = trained.PROBE_PARTS[int(hashlib.sha256(sample_seed().encode()).hexdigest(), 16) % 4]
     code = f"import json; from andrea.trained import model as M; print(json.dumps(M._to_json(M.run_probes({part!r}))))"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..measure.runstats import statistic
 from . import store, verdict
 from .grids import grid
 from .verdict import Verdict
@@ -97,7 +98,7 @@ class Evidence:
 
 def _stat_rows(rs: list, d: store.Decision, match: dict) -> list:
     sel = [r for r in store.pick(rs, **match) if not d.seeds or r["seed"] in d.seeds]
-    return [{**r, "_stat": store.statistic(r, d.field, d.level)} for r in sorted(sel, key=lambda r: r["seed"])]
+    return [{**r, "_stat": statistic(r, d.field, d.level)} for r in sorted(sel, key=lambda r: r["seed"])]
 
 
 def _fmt(ci: Optional[verdict.Interval]) -> str:
