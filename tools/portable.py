@@ -555,10 +555,12 @@ def main(argv=None) -> int:
     bad = [x for x in a.pages or [] if x not in stems]
     if bad:
         p.exit(2, f"{p.prog}: error: no page {bad}; the pages are {stems}\n")
+    built = None  # the native build's readings, read once
     if a.stating:
         if a.against != "build" or not (BUILD / "jupyter_execute").is_dir():
             p.exit(2, f"{p.prog}: error: --stating reads the native build in {BUILD}: run `make book` first\n")
-        stating = sorted(k for k, v in read_build().items() if v)
+        built = read_build()
+        stating = sorted(k for k, v in built.items() if v)
         silent = [x for x in stems if x not in stating]
         print(f"portable: {len(stating)} pages state something; not executed here (they state nothing): {silent}")
         a.pages = [x for x in (a.pages or stating) if x in stating]
@@ -576,7 +578,7 @@ def main(argv=None) -> int:
     else:
         if not (BUILD / "jupyter_execute").is_dir():
             p.exit(2, f"{p.prog}: error: no native build in {BUILD}: run `make book` first, or use --against native\n")
-        native, native_name = read_build(), "native build"
+        native, native_name = built if built is not None else read_build(), "native build"
         if a.pages:
             native = {k: v for k, v in native.items() if k in a.pages}
     diffs, stats = compare(native, emulated)
