@@ -51,15 +51,26 @@ def main(argv=None) -> int:
     except ValueError as e:
         p.exit(2, f"{p.prog}: error: {e}\n")
     if a.list:
-        total = 0.0
+        total = emulated = 0.0
         for n in names:
             g = grid(n)
             st = status(n)
-            cpu = info(n).get("compute_seconds", 0.0) if st == "current" else 0.0
+            head = info(n) if st == "current" else {}
+            cpu = head.get("compute_seconds", 0.0)
             total += cpu
+            emulated += head.get("emulated_seconds", 0.0)
             when = f"{cpu / 3600:5.2f} core-h" if cpu else "     -      "
-            print(f"{n:22s} {len(g.cells):3d} runs  {st:18s} {when}  {g.title}")
-        print(f"stored runs: {total / 3600:.2f} core-hours, about {total / 3600 / workers():.1f} h from nothing here")
+            machines = rule = ""
+            if st == "current":
+                blob = store.load(g)
+                k = len(g.decision_cells())
+                machines = f"another CPU {k - len(store.emulated_missing(g, blob)):3d}/{k:<3d}"
+                rule = store.rule_status(g, blob)[0]
+            print(f"{n:22s} {len(g.cells):3d} runs  {st:18s} {when}  {machines:19s} {rule:26s} {g.title}")
+        print(
+            f"stored runs: {total / 3600:.2f} core-hours (and {emulated / 3600:.2f} as another CPU trains the runs "
+            f"that decide), about {(total + emulated) / 3600 / workers():.1f} h from nothing here"
+        )
         from .trained import model as trained
         from .views import explorer
 
@@ -126,10 +137,11 @@ def _reproduce(names: list[str]) -> int:
         t1 = time.perf_counter()
         r = rerun.reproduce(grid(n))
         for c in r["cells"]:
-            spread = c.get("emulated", {}).get("spread")
+            e = c.get("emulated", {})
             print(
-                f"{n}: {c['label']}: final loss native vs stored {c['native']['final_val_loss']}, "
-                f"portable kernels vs native {spread} (tolerance {grid(n).kernel_tolerance})"
+                f"{n}: {c['label']}: final loss native vs stored {c['native']['final_val_loss']} "
+                f"(tolerance {c['native']['tolerance']}), emulated vs its stored {e.get('twin')} twin "
+                f"{e.get('final_val_loss')} (tolerance {e.get('tolerance')})"
             )
         for problem in r["problems"]:
             print(f"{n}: DOES NOT REPRODUCE: {problem}")

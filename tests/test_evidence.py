@@ -35,7 +35,7 @@ def _grid(calibration_regime="healthy", rule="some"):
             calibrates="a",
         )
     )
-    return store.Grid("made_up", "t", "p", (), tuple(decs), kernel_tolerance=0.0, rule=rule)
+    return store.Grid("made_up", "t", "p", (), tuple(decs), rule=rule)
 
 
 def test_a_clear_effect_in_one_regime_confirms_a_some_claim():
@@ -67,7 +67,7 @@ def test_a_grid_wide_calibration_that_fails_makes_the_claim_not_testable():
     g = _grid()
     decs = list(g.decisions)
     decs[-1] = store.Decision(**{**decs[-1].__dict__, "calibrates": ""})
-    g = store.Grid("made_up", "t", "p", (), tuple(decs), kernel_tolerance=0.0, rule="some")
+    g = store.Grid("made_up", "t", "p", (), tuple(decs), rule="some")
     ev = evaluation.evaluate(g, _rows({"a": 0.3, "b": 0.3, "healthy": 0.0}))
     assert ev.verdict.label == "not testable" and "calibration failed" in ev.verdict.reason
 
@@ -76,19 +76,25 @@ def test_holm_is_applied_across_the_deciding_regimes():
     # a weak effect decisive in a regime alone is not, once the claim has two regimes to pass
     rows = _rows({"a": 0.02, "b": 0.0, "healthy": 0.5}, noise=0.012)
     g = _grid()
-    one = store.Grid("made_up", "t", "p", (), (g.decisions[0], g.decisions[2]), kernel_tolerance=0.0, rule="some")
+    one = store.Grid("made_up", "t", "p", (), (g.decisions[0], g.decisions[2]), rule="some")
     alone = evaluation.evaluate(one, rows)
     assert alone.regime("a").verdict.p is not None
     both = evaluation.evaluate(_grid(), rows)
     assert both.regime("a").verdict.p >= alone.regime("a").verdict.p  # adjusted upwards
 
 
-def test_the_rule_is_part_of_the_grid_hash():
+def test_the_rule_has_its_own_hash_apart_from_the_runs():
+    import dataclasses
+
     g = grids.grid("ch7_layerscale")
-    changed = store.Grid(g.name, g.title, g.prediction, g.cells, g.decisions[:1], g.kernel_tolerance, g.rule)
-    assert changed.spec_hash() != g.spec_hash()
-    relaxed = store.Grid(g.name, g.title, g.prediction, g.cells, g.decisions, g.kernel_tolerance, "every")
-    assert relaxed.spec_hash() != g.spec_hash()
+    for changed in (
+        dataclasses.replace(g, decisions=g.decisions[:1]),
+        dataclasses.replace(g, rule="every"),
+        dataclasses.replace(g, declared="after the runs"),
+    ):
+        assert changed.rule_hash() != g.rule_hash() and changed.key() == g.key()  # no run is stale
+    fewer = dataclasses.replace(g, cells=g.cells[:-1])
+    assert fewer.key() != g.key() and fewer.rule_hash() == g.rule_hash()
 
 
 def test_every_deciding_arm_has_five_fresh_seeds_or_its_grid_says_why():

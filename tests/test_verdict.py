@@ -103,7 +103,7 @@ def test_decide_on_made_up_paired_results():
     clear = [0.2 + rng.gauss(0, 0.02) for _ in range(5)]
     null = [rng.gauss(0, 0.02) for _ in range(5)]
     opposite = [-0.2 + rng.gauss(0, 0.02) for _ in range(5)]
-    v = {k: V.compare(x, "positive", kernel_sd=0.0) for k, x in (("clear", clear), ("null", null), ("opp", opposite))}
+    v = {k: V.compare(x, "positive") for k, x in (("clear", clear), ("null", null), ("opp", opposite))}
     assert V.decide({"c": v["clear"], "c2": v["clear"]})[0].label == "confirmed"
     assert V.decide({"c": v["clear"], "n": v["null"]})[0].label == "inconclusive"
     assert V.decide({"c": v["clear"], "n": v["null"]}, rule="some")[0].label == "confirmed"
@@ -118,7 +118,7 @@ def test_false_confirmations_under_the_null_stay_near_the_level():
     rng = __import__("random").Random(1)
     hits = raw = 0
     for _ in range(400):
-        vs = {str(i): V.compare([rng.gauss(0, 1) for _ in range(5)], "positive", kernel_sd=0.0) for i in range(8)}
+        vs = {str(i): V.compare([rng.gauss(0, 1) for _ in range(5)], "positive") for i in range(8)}
         hits += V.decide(vs, rule="some")[0].label == "confirmed"
         raw += any(v.label == "confirmed" for v in vs.values())
     assert hits / 400 < 0.05 and raw / 400 > 0.1
@@ -145,40 +145,32 @@ def test_equivalence_needs_the_whole_interval_inside_the_margin():
     assert V.equivalent([-0.3, -0.25, -0.28], 0.05).label == "not reproduced"  # a clear loss is not "the same"
 
 
-def test_another_cpus_rounding_is_added_to_the_noise_a_verdict_is_decided_on():
-    import math
-
-    from andrea.evidence.verdict import compare, equivalent, interval
-
-    d = [0.30, 0.32, 0.28, 0.31, 0.29]  # interval about [0.28, 0.32]
-    assert compare(d, "positive").label == "confirmed"
-    assert compare(d, "positive", kernel_sd=0.1).label == "confirmed"
-    v = compare(d, "positive", kernel_sd=0.3)
-    assert v.label == "inconclusive" and "another CPU" in v.reason
-    assert compare([-x for x in d], "positive", kernel_sd=0.3).label == "inconclusive"
-    # the extra noise adds to the seeds' variance
-    ci, w = interval(d), interval(d, 0.1)
-    sd = (ci.hi - ci.mean) * math.sqrt(5) / V.t975(4)
-    assert abs((w.hi - w.mean) - V.t975(4) * math.sqrt(sd**2 + 0.01) / math.sqrt(5)) < 1e-9
-    same = [0.01, -0.01, 0.0, 0.005]
-    assert equivalent(same, 0.05).label == "confirmed"
-    assert equivalent(same, 0.05, kernel_sd=0.02).label == "confirmed"
-    v = equivalent(same, 0.05, kernel_sd=0.05)  # t * 0.05 / 2 > 0.05: no design of 4 seeds can pass
-    assert v.label == "inconclusive" and "cannot show equivalence" in v.reason
+def test_holm_treats_each_regime_as_one_two_sided_test_whatever_the_declared_direction():
+    # one family of two-sided p-values (2 min(p, p_opposite)): a clear regime makes the next step easier,
+    # whichever side each lies on, and the side decides the label
+    strong = V.Verdict("confirmed", "s", p=0.001, p_opposite=0.999)
+    against = V.Verdict("not reproduced", "o", p=0.985, p_opposite=0.015)  # two-sided 0.03
+    claim, per = V.decide({"s": strong, "o": against})
+    assert per["s"].label == "confirmed" and per["o"].label == "not reproduced"  # 0.004, then 0.03 < 0.05
+    assert claim.label == "qualified"
+    weak = V.Verdict("confirmed", "w", p=0.015, p_opposite=0.985)
+    claim, per = V.decide({"w": weak, "o": against})  # 0.03 and 0.03: Holm's first step asks 0.025
+    assert per["w"].label == per["o"].label == "inconclusive" and claim.label == "inconclusive"
 
 
-def test_stored_differences_carry_their_grids_kernel_tolerance_into_the_verdict():
-    import math
+def test_two_machines_agree_or_the_label_says_it_depends_on_the_machine():
+    yes = V.Verdict("confirmed", "native reason")
+    maybe = V.Verdict("inconclusive", "emulated reason")
+    assert V.agree(yes, V.Verdict("confirmed", "other")) is yes
+    assert V.agree(yes, None) is yes  # no second reading stored yet: the native one
+    both = V.agree(yes, maybe)
+    assert both.label == V.MACHINE == "depends on the machine"
+    assert "confirmed on this machine" in both.reason and "inconclusive on another CPU" in both.reason
+    assert "native reason" in both.reason and "emulated reason" in both.reason
 
-    from andrea.evidence import evaluation, store
-    from andrea.evidence.verdict import compare
 
-    rows = evaluation.results("ch5_activation")
-    d = store.paired(
-        rows,
-        "final_val_loss",
-        {"init_std": 0.02, "activation": "gelu_tanh", "setting": None},
-        {"init_std": 0.02, "activation": "relu", "setting": None},
-    )
-    assert d.kernel_tolerance == store.KERNEL_TOLERANCE
-    assert compare(d, "positive") == compare(list(d), "positive", kernel_sd=math.sqrt(2) * store.KERNEL_TOLERANCE)
+def test_no_verdict_function_takes_a_kernel_tolerance():
+    import inspect
+
+    for f in (V.compare, V.equivalent, V.interval):
+        assert not any("kernel" in p or "extra" in p for p in inspect.signature(f).parameters), f

@@ -3,8 +3,11 @@
 ``results(name)`` gives a grid's stored runs as tidy rows (refusing results that are missing,
 malformed or made by other code), ``info`` and ``provenance`` what a figure says about them, ``run``
 recomputes a grid; ``evidence(name)`` applies the grid's declared rule (``store.Decision``) to its
-stored runs: every comparison's verdict, the deciding regimes corrected for their number (Holm),
-and the claim's verdict (``verdict.decide``). ``status(name)`` says whether the stored file is current.
+stored runs on two machines: the runs as this machine trained them and as the emulated second CPU
+trained them (``emulate``). Each machine gets every comparison's verdict, the deciding regimes
+corrected for their number (Holm) and the claim's verdict (``verdict.decide``); the book prints a
+label where both machines give it, and "depends on the machine" with both readings where they do not
+(``verdict.agree``). ``status(name)`` says whether the stored file is current.
 """
 
 from __future__ import annotations
@@ -18,13 +21,13 @@ from .grids import grid
 from .verdict import Verdict
 
 
-def results(name: str) -> list[dict]:
-    """The stored runs of grid ``name`` as tidy rows (label, results and configs in one dict each).
+def results(name: str, machine: str = "native") -> list[dict]:
+    """The stored runs of grid ``name`` as tidy rows (label, results and configs in one dict each);
+    ``machine="emulated"``: the runs it decides on as the emulated second CPU trained them.
 
     Refuses (``StoreError``, naming the file) results that are missing, malformed or made by code
     that has changed since; ``run(name)`` recomputes them."""
-    g = grid(name)
-    return store.rows(store.load(g), g.kernel_tolerance)
+    return store.rows(store.load(grid(name)), machine)
 
 
 def info(name: str) -> dict:
@@ -46,9 +49,6 @@ def run(name: str, workers=None) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 # The declared rule applied to the stored runs
 # ---------------------------------------------------------------------------------------------
-LOSS_LIKE = ("final_val_loss", "final_train_loss", "gain_over_unigram")  # what a change of CPU moves
-
-
 @dataclass(frozen=True)
 class Finding:
     """One declared comparison of a grid, evaluated on its stored runs."""
@@ -58,9 +58,13 @@ class Finding:
     measured: str  # the number, short: "+0.26 [+0.18, +0.34]" or "5 of 5 vs 0 of 5"
     seeds: tuple
     raw: Optional[Verdict] = None  # before the correction across regimes
-    # The smallest true effect this comparison would show with 80 % power at its seeds' noise
-    # (and another CPU's rounding): (t_0.975 + t_0.8) sd / sqrt(n), paired or one-sample t tests only.
+    # The smallest true effect this comparison would show with 80 % power at its seeds' noise, at the
+    # level Holm's correction asks of a deciding regime: paired or one-sample t tests only (``detectable``).
     detectable: Optional[float] = None
+    # The same comparison on the emulated second CPU's runs (None: not stored yet); ``verdict`` is then
+    # the label both give, or "depends on the machine" (``verdict.agree``).
+    emulated: Optional["Finding"] = None
+    native: Optional[Verdict] = None  # this machine's verdict (after Holm), where the two are combined
 
     @property
     def lost_to_holm(self) -> bool:
@@ -79,6 +83,11 @@ class Evidence:
     verdict: Verdict  # the claim's
     seconds: float  # compute time of every stored run of the grid, one core each
     declared: str = "before the runs"  # when the rule was written (store.Grid.declared)
+    native: Optional[Verdict] = None  # the claim's verdict on each machine's runs
+    emulated: Optional[Verdict] = None
+    missing_emulated: int = 0  # runs it decides on that have no emulated copy yet (decided on one machine)
+    rule_status: str = store.BEFORE  # store.rule_status: BEFORE or CHANGED, and why
+    rule_note: str = ""
 
     def role(self, role: str) -> list:
         return [f for f in self.findings if f.decision.role == role]
@@ -109,26 +118,27 @@ def _fmt(ci: Optional[verdict.Interval]) -> str:
     return f"{ci.mean:+.3g} [{ci.lo:+.3g}, {ci.hi:+.3g}]"
 
 
-def detectable(values: list, extra_sd: float) -> Optional[float]:
-    """(t_0.975 + t_0.8)(n - 1 df) times the standard error: the effect a one-sided test at 2.5 %
-    finds four times in five, at the noise the values show (plus ``extra_sd``)."""
+def detectable(values: list, family: int = 1) -> Optional[float]:
+    """(t_(1 - 0.025/family) + t_0.8)(n - 1 df) times the standard error: the effect a one-sided test
+    finds four times in five at the noise the values show, at the level Holm's correction asks of the
+    strictest of ``family`` deciding regimes (2.5 % / family)."""
     from scipy import stats
 
     n = len(values)
     if n < 2:
         return None
     m = sum(values) / n
-    sd = (sum((x - m) ** 2 for x in values) / (n - 1) + extra_sd**2) ** 0.5
-    return float((stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * sd / n**0.5)
+    sd = (sum((x - m) ** 2 for x in values) / (n - 1)) ** 0.5
+    return float((stats.t.ppf(1 - verdict.ALPHA / family, n - 1) + stats.t.ppf(0.8, n - 1)) * sd / n**0.5)
 
 
-def _evaluate(rs: list, d: store.Decision, tol: float) -> tuple:
-    """(verdict, measured) of one declared comparison, before any correction across regimes."""
+def _evaluate(rs: list, d: store.Decision, family: int = 1) -> tuple:
+    """(verdict, measured[, detectable]) of one declared comparison, before any correction across
+    regimes; ``family``: the number of deciding regimes it is corrected over (for ``detectable``)."""
     a = _stat_rows(rs, d, d.arm)
     if not a:
         raise ValueError(f"decision {d.what!r}: no stored run matches {d.arm}")
     b = _stat_rows(rs, d, d.against) if d.against is not None else []
-    extra = tol if d.field in LOSS_LIKE else 0.0
     what = d.what
     if d.test in ("fisher", "every"):
         ka = sum(bool(r["_stat"]) for r in a)
@@ -143,11 +153,9 @@ def _evaluate(rs: list, d: store.Decision, tol: float) -> tuple:
         if any(x is None for x in vals):
             k = sum(x is None for x in vals)
             return verdict.Verdict("inconclusive", f"{what}: {k} of {len(vals)} runs diverged"), f"{k} diverged"
-        v = verdict.compare(
-            [x - d.level for x in vals], d.predicted, d.margin, what=f"{what}, minus the level", kernel_sd=extra
-        )
+        v = verdict.compare([x - d.level for x in vals], d.predicted, d.margin, what=f"{what}, minus the level")
         ci = verdict.interval(vals)
-        return v, _fmt(ci), detectable(vals, extra)
+        return v, _fmt(ci), detectable(vals, family)
     da = {r["seed"]: r["_stat"] for r in a}
     db = {r["seed"]: r["_stat"] for r in b}
     if set(da) != set(db):
@@ -156,32 +164,74 @@ def _evaluate(rs: list, d: store.Decision, tol: float) -> tuple:
         k = sum(da[s] is None or db[s] is None for s in da)
         return verdict.Verdict("inconclusive", f"{what}: {k} of {len(da)} pairs have a diverged run"), f"{k} diverged"
     diffs = [da[s] - db[s] for s in sorted(da)]
-    kernel = 2**0.5 * extra  # a difference of two runs, each moved by another CPU
     if d.test == "equivalence":
-        v = verdict.equivalent(diffs, d.margin, what=what, kernel_sd=kernel)
-    else:
-        v = verdict.compare(diffs, d.predicted, d.margin, what=what, kernel_sd=kernel)
-        return v, _fmt(v.interval), detectable(diffs, kernel)
-    return v, _fmt(v.interval), None
+        v = verdict.equivalent(diffs, d.margin, what=what)
+        return v, _fmt(v.interval), None
+    v = verdict.compare(diffs, d.predicted, d.margin, what=what)
+    return v, _fmt(v.interval), detectable(diffs, family)
 
 
 def evidence(name: str) -> Evidence:
-    """Grid ``name``'s declared rule applied to its stored runs: every comparison's verdict, the
-    deciding regimes corrected for their number (Holm), and the claim's verdict.
+    """Grid ``name``'s declared rule applied to its stored runs on both machines (the module docstring):
+    every comparison's verdict, the deciding regimes corrected for their number (Holm), and the claim's
+    verdict, each the label both machines give or "depends on the machine".
 
     A deciding regime whose calibration (``Decision.calibrates``, or a calibration for the whole
     grid) is not confirmed is *not testable at this scale*: the criterion could not be passed even
     by a known-good arm. The claim is decided on the other deciding regimes by ``verdict.decide``
-    with the grid's rule; with none left it is not testable."""
+    with the grid's rule; with none left it is not testable. Until every run it decides on has an
+    emulated copy (``store.emulated_missing``), the verdicts are this machine's alone, and
+    ``missing_emulated`` says how many copies are missing."""
     g = grid(name)
     blob = store.load(g)
-    seconds = blob.get("compute_seconds") or sum(c["result"].get("seconds", 0.0) for c in blob["cells"])
-    return evaluate(g, store.rows(blob), float(seconds))
+    seconds = float(blob.get("compute_seconds") or sum(c["result"].get("seconds", 0.0) for c in blob["cells"]))
+    native = evaluate(g, store.rows(blob), seconds)
+    missing = store.emulated_missing(g, blob)
+    emulated = None if missing else evaluate(g, store.rows(blob, "emulated"), seconds)
+    status_, note = store.rule_status(g, blob)
+    return both(native, emulated, len(missing), status_, note)
+
+
+def both(
+    native: Evidence, emulated: Optional[Evidence], missing: int = 0, rule_status=store.BEFORE, note=""
+) -> Evidence:
+    """One ``Evidence`` from each machine's: every label the one both give (``verdict.agree``)."""
+    findings = []
+    for i, f in enumerate(native.findings):
+        e = emulated.findings[i] if emulated is not None else None
+        findings.append(
+            Finding(
+                f.decision,
+                verdict.agree(f.verdict, e.verdict if e else None),
+                f.measured,
+                f.seeds,
+                f.raw,
+                f.detectable,
+                e,
+                f.verdict,
+            )
+        )
+    claim = verdict.agree(native.verdict, emulated.verdict if emulated else None)
+    return Evidence(
+        native.name,
+        native.prediction,
+        native.rule,
+        tuple(findings),
+        claim,
+        native.seconds,
+        native.declared,
+        native.verdict,
+        emulated.verdict if emulated else None,
+        missing,
+        rule_status,
+        note,
+    )
 
 
 def evaluate(g: store.Grid, rs: list, seconds: float = 0.0) -> Evidence:
-    """``evidence`` on given rows (stored runs, or made-up ones in the tests)."""
-    raw = {d.what: (_evaluate(rs, d, g.kernel_tolerance) + (None,))[:3] for d in g.decisions}
+    """The declared rule of ``g`` on given rows (one machine's stored runs, or made-up ones in the tests)."""
+    family = max(1, sum(d.role == "decides" for d in g.decisions))
+    raw = {d.what: (_evaluate(rs, d, family if d.role == "decides" else 1) + (None,))[:3] for d in g.decisions}
     failed = [d for d in g.decisions if d.role == "calibration" and raw[d.what][0].label != "confirmed"]
     deciding = [d for d in g.decisions if d.role == "decides"]
     untestable = {d.what for d in deciding if any(c.calibrates in ("", d.what) for c in failed)}
@@ -208,7 +258,7 @@ def evaluate(g: store.Grid, rs: list, seconds: float = 0.0) -> Evidence:
             v = corrected[d.what]
         seeds = tuple(d.seeds) or tuple(sorted({r["seed"] for r in store.pick(rs, **d.arm)}))
         findings.append(Finding(d, v, measured, seeds, raw[d.what][0], mde))
-    return Evidence(g.name, g.prediction, g.rule, tuple(findings), claim, seconds, g.declared)
+    return Evidence(g.name, g.prediction, g.rule, tuple(findings), claim, seconds, g.declared, claim)
 
 
 def status(name: str) -> str:

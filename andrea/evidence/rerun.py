@@ -3,19 +3,19 @@ the stored numbers?
 
 ``reproduce_first_steps(grid)`` re-runs the first ``EARLY_STEPS`` steps of every deciding run of a grid
 (the run of each arm that decides a verdict: ``deciding_cells``), natively and under torch's portable
-kernels (``store.EMULATED``, another CPU); ``reproduce(grid)`` re-runs them in full, both ways at once,
-and compares with the stored numbers: on the kind of CPU that trained a stored run it must match it
-(``store.TOLERANCE``), on another kind it is held to the grid's ``kernel_tolerance`` (``final_tolerance``),
-and ``margin`` says how far each verdict stands from flipping. ``full_sample`` draws, from the commit's
-hash, the runs that one ``make test`` re-runs in full; ``python -m andrea.experiments --reproduce`` re-runs
-them all.
+kernels (``emulate.EMULATED``, another CPU); ``reproduce(grid)`` re-runs them in full, both ways at once,
+and compares each with its stored twin (the native run, and the emulated copy the verdicts are also
+decided on): on the kind of CPU that trained a stored run it must match it (``store.TOLERANCE``), on
+another kind it is held to what the stored pairs of its arm show a change of CPU does
+(``final_tolerance``), and ``margin`` says how far each verdict stands from flipping. ``full_sample``
+draws, from the commit's hash, the runs that one ``make test`` re-runs in full;
+``python -m andrea.experiments --reproduce`` re-runs them all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -23,39 +23,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..measure.runstats import statistic
+from .emulate import EMULATED
+from .emulate import finish as finish_emulated
+from .emulate import start as start_emulated
 from .runs import run_cell
-from .store import EARLY_STEPS, EMULATED, TOLERANCE, Cell, Decision, Grid, cpu_identity, load, pick, rows
-
-
-def start_emulated(cell: Cell) -> subprocess.Popen:
-    """Start training ``cell`` (one thread) in a child process that uses torch's portable kernels: the run
-    as a CPU with other vector units would compute it (``ATEN_CPU_CAPABILITY`` is read when torch loads).
-    The caller may train natively meanwhile; ``finish_emulated`` collects the result."""
-    code = (
-        "import json, sys; from andrea.evidence import store, runs; "
-        "print(json.dumps(runs.run_cell(store.Cell(**json.loads(sys.stdin.read())), threads=1)))"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ, **EMULATED),
-        text=True,
-    )
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(cell.spec()))
-    proc.stdin.close()
-    return proc
-
-
-def finish_emulated(proc: subprocess.Popen, cell: Cell) -> dict:
-    """The result of a ``start_emulated`` run, once it has finished."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out, err = proc.stdout.read(), proc.stderr.read()
-    if proc.wait() != 0:
-        raise RuntimeError(f"the emulated run of {cell.label} failed: {err.strip()[-500:]}")
-    return json.loads(out.strip().splitlines()[-1])
+from .store import EARLY_STEPS, TOLERANCE, Cell, Decision, Grid, cpu_identity, load, pick, rows
 
 
 class _Enough(Exception):
@@ -234,9 +206,9 @@ def _stat(r: dict, decision: Decision):
 
 
 def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict:
-    """The stored verdict of ``decision`` on the raw interval and with another CPU's rounding added
-    (``grid.kernel_tolerance``), and how far the raw interval is from its threshold (for counts:
-    the events over the deciding runs)."""
+    """How far the stored verdict of ``decision`` (on ``rows_``, by default the native stored runs) is
+    from flipping: its label on the raw interval and the gap to its threshold (for counts: the events
+    over the deciding runs)."""
     from . import verdict
 
     rs = rows_ if rows_ is not None else rows(load(grid, check_key=False))
@@ -254,46 +226,81 @@ def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict
     else:
         other = {r["seed"]: _stat(r, decision) for r in sel(decision.against)}
         d = [_stat(r, decision) - other[r["seed"]] for r in arm]
-    predicted = decision.predicted
-    extra = math.sqrt(2) * grid.kernel_tolerance
     return {
         "kind": "interval",
-        "label": verdict.compare(d, predicted, kernel_sd=0.0).label,  # on the raw interval
-        "robust_label": verdict.compare(d, predicted, kernel_sd=extra).label,  # with another CPU's rounding
-        "distance": verdict.flip_distance(d, predicted),
-        "widening": verdict.interval(d, extra).hi - verdict.interval(d).hi,
+        "label": verdict.compare(d, decision.predicted).label,
+        "distance": verdict.flip_distance(d, decision.predicted),
         "n": len(d),
     }
 
 
-def final_tolerance(grid: Grid, same_cpu: bool, kind: str = "interval") -> Optional[float]:
-    """How far a native re-run's final validation loss may sit from the stored one: ``TOLERANCE`` on the
-    kind of CPU that trained the stored run (``cpu_identity``, recorded with each run; runs stored before
-    it was recorded count as another kind). On another kind the re-run is held to what the portable-kernel
-    run is held to: for a decision on intervals of losses, what another CPU's rounding can move the grid's
-    runs (``grid.kernel_tolerance``); for a decision that counts events (``kind`` "count": None here), the
-    same event as the stored run (its final loss is not what the verdict reads). Measured: a run of
-    chapter 7's unstable regime (pre-norm, plain init, no warmup, lr 3e-3), stored by an earlier session's
-    machine, re-ran identically for 27 steps on an AMD EPYC (AVX-512) and ended 0.019 nats apart; a run of
-    chapter 2's no-normalisation arm at lr 1e-2 (a decision that counts divergences) ended 0.043 apart
-    there, where the portable kernels had moved it 0.007."""
+def arm_spread(grid: Grid, blob: dict, i: int) -> Optional[float]:
+    """How far a change of CPU moved the final validation loss of the runs of cell ``i``'s arm (the cells
+    whose label differs from it only in the seed): the largest |native - emulated| over the arm's stored
+    pairs, or None if none of them has an emulated copy yet (or a pair has no final loss: a divergence)."""
+    label = {k: v for k, v in grid.cells[i].label.items() if k != "seed"}
+    gaps = []
+    for c in blob["cells"]:
+        if "emulated" not in c or any(c["label"].get(k) != v for k, v in label.items()):
+            continue
+        a, b = c["result"]["final_val_loss"], c["emulated"]["final_val_loss"]
+        if a is not None and b is not None:
+            gaps.append(abs(a - b))
+    return max(gaps) if gaps else None
+
+
+def final_tolerance(spread: Optional[float], same_cpu: bool, kind: str = "interval") -> Optional[float]:
+    """How far a re-run's final validation loss may sit from its stored twin: ``TOLERANCE`` on the kind of
+    CPU that trained the stored run (``cpu_identity``, recorded with each run; runs stored before it was
+    recorded count as another kind). On another kind, what a change of CPU did to the runs of the same
+    arm (``arm_spread``: the stored native/emulated pairs), and never less than ``TOLERANCE``; for a
+    decision that counts events (``kind`` "count"), or an arm with no stored pair, None: the re-run must
+    show the same event as the stored run (its final loss is not what the verdict reads). Measured: a run
+    of chapter 7's unstable regime (pre-norm, plain init, no warmup, lr 3e-3), stored by an earlier
+    session's Intel Xeon, re-ran identically for 27 steps on an AMD EPYC (AVX-512) and ended 0.019 nats
+    apart; a run of chapter 2's no-normalisation arm at lr 1e-2 ended 0.043 apart there."""
     if same_cpu:
         return TOLERANCE["final_val_loss"]
-    return None if kind == "count" else max(TOLERANCE["final_val_loss"], grid.kernel_tolerance)
+    if kind == "count" or spread is None:
+        return None
+    return max(TOLERANCE["final_val_loss"], spread)
+
+
+def _check(problems: list, cell: Cell, dec: Decision, kernel: str, stored: dict, fresh: dict, tol, same_cpu):
+    """Compare one re-run with its stored twin (``final_tolerance``), adding what differs to ``problems``."""
+    diff = _differences(stored, fresh)
+    kind = "the same" if same_cpu else "another"
+    if bool(stored["diverged"]) != bool(fresh["diverged"]):
+        problems.append(f"{cell.label} ({kernel}): diverged: stored {stored['diverged']}, now {fresh['diverged']}")
+    elif not diff["same_length"] or diff["early_loss"] > TOLERANCE["early_loss"]:
+        problems.append(
+            f"{cell.label} ({kernel}): first {EARLY_STEPS} losses differ by up to {diff['early_loss']:.2g} "
+            f"(tolerance {TOLERANCE['early_loss']})"
+        )
+    elif tol is None and bool(_stat(fresh, dec)) != bool(_stat(stored, dec)):
+        problems.append(
+            f"{cell.label} ({kernel}): {dec.field} {_stat(fresh, dec)} here, {_stat(stored, dec)} in the stored run "
+            f"(another kind of CPU than the stored run's: the verdict counts this event)"
+        )
+    elif tol is not None and diff["final_val_loss"] is not None and diff["final_val_loss"] > tol:
+        problems.append(
+            f"{cell.label} ({kernel}): final validation loss {fresh['final_val_loss']} vs stored "
+            f"{stored['final_val_loss']} (tolerance {tol:.3g}: {kind} kind of CPU as the stored run's)"
+        )
+    return {**diff, "same_cpu": same_cpu, "tolerance": tol}
 
 
 def reproduce(grid: Grid, emulate: bool = True, only: Optional[Sequence[int]] = None) -> dict:
     """Re-run, from scratch and in full, the first deciding seed of each deciding arm (``grid.decisions``
-    whose role is "decides"; ``only``: just these cell indices), natively and
-    (``emulate``) under torch's portable kernels; compare with the stored numbers.
+    whose role is "decides"; ``only``: just these cell indices), natively and (``emulate``) on the
+    emulated second CPU, at once; compare each with its stored twin.
 
-    Returns {"ok": bool, "problems": [...], "cells": [one dict per decision: its label, the
-    differences native vs stored and emulated vs stored, the kernel spread, the verdict's margin]}.
-    Natively a re-run must match the stored run within ``TOLERANCE`` (runs are deterministic on one
-    kind of CPU); under emulation its final loss must stay within ``grid.kernel_tolerance``. The
-    verdicts on the grid's paired runs are decided on intervals widened by what that tolerance can
-    move them (``margin`` reports by how much each decision clears it), so a verdict that another
-    machine could flip is already reported as inconclusive."""
+    Returns {"ok": bool, "problems": [...], "cells": [one dict per decision: its label, the differences
+    of each re-run from its stored twin, with the tolerance it was held to, and the verdict's margin]}.
+    A re-run must match its twin within ``TOLERANCE`` on the kind of CPU that trained the twin (runs
+    are deterministic on one kind of CPU); on another kind, within what a change of CPU did to the
+    stored pairs of its arm (``final_tolerance``). The native re-run's twin is the stored run; the
+    emulated re-run's is the stored emulated copy (or, where none is stored yet, the stored run)."""
     blob = load(grid, check_key=False)
     rs = rows(blob)
     problems: list[str] = []
@@ -313,49 +320,22 @@ def reproduce(grid: Grid, emulate: bool = True, only: Optional[Sequence[int]] = 
                 background.kill()
                 background.wait()
             raise
-        native = _differences(stored, fresh)
-        if bool(stored["diverged"]) != bool(fresh["diverged"]):
-            problems.append(f"{cell.label}: diverged: stored {stored['diverged']}, now {fresh['diverged']}")
-        row_exact = native["early_loss"] == 0 and native["final_val_loss"] in (0, 0.0, None)
-        if not native["same_length"] or native["early_loss"] > TOLERANCE["early_loss"]:
-            problems.append(
-                f"{cell.label}: first {EARLY_STEPS} losses differ by up to {native['early_loss']:.2g} "
-                f"(tolerance {TOLERANCE['early_loss']})"
-            )
         m = margin(grid, dec, rs)
+        spread = arm_spread(grid, blob, i)
         same_cpu = stored.get("cpu") == cpu_identity()
-        final_tol = final_tolerance(grid, same_cpu, m["kind"])
-        kind = "the same" if same_cpu else "another"
-        if final_tol is None and bool(_stat(fresh, dec)) != bool(_stat(stored, dec)):
-            problems.append(
-                f"{cell.label}: {dec.field} {_stat(fresh, dec)} here, {_stat(stored, dec)} in the stored run "
-                f"(another kind of CPU than the stored run's: the verdict counts this event)"
-            )
-        elif final_tol is not None and native["final_val_loss"] is not None and native["final_val_loss"] > final_tol:
-            problems.append(
-                f"{cell.label}: final validation loss {fresh['final_val_loss']} vs stored {stored['final_val_loss']} "
-                f"(tolerance {final_tol}: {kind} kind of CPU as the stored run's)"
-            )
-        row = {"what": dec.what, "label": cell.label, "native": native, "seconds": fresh["seconds"]}
-        row["native"]["identical"] = row_exact  # bit-identical to the stored run (expected on its kind of CPU)
-        row["native"]["same_cpu"] = same_cpu
-        row["native"]["tolerance"] = final_tol
-        row["margin"] = m
+        native = _check(
+            problems, cell, dec, "native", stored, fresh, final_tolerance(spread, same_cpu, m["kind"]), same_cpu
+        )
+        native["identical"] = native["early_loss"] == 0 and native["final_val_loss"] in (0, 0.0, None)
+        row = {"what": dec.what, "label": cell.label, "native": native, "seconds": fresh["seconds"], "margin": m}
+        row["spread"] = spread
         if background is not None:
             emu = finish_emulated(background, cell)
-            spread = None
-            if fresh["final_val_loss"] is not None and emu["final_val_loss"] is not None:
-                spread = abs(fresh["final_val_loss"] - emu["final_val_loss"])
-            row["emulated"] = {**_differences(stored, emu), "spread": spread, "diverged": emu["diverged"]}
-            if bool(emu["diverged"]) != bool(fresh["diverged"]):
-                problems.append(f"{cell.label}: diverged natively {fresh['diverged']}, emulated {emu['diverged']}")
-            elif m["kind"] == "count" and bool(_stat(emu, dec)) != bool(_stat(fresh, dec)):
-                problems.append(f"{cell.label}: {dec.field} natively {_stat(fresh, dec)}, emulated {_stat(emu, dec)}")
-            if spread is not None and (math.isnan(spread) or spread > grid.kernel_tolerance):
-                problems.append(
-                    f"{cell.label}: portable kernels end at {emu['final_val_loss']:.4f}, native at "
-                    f"{fresh['final_val_loss']:.4f}: spread {spread:.4f} > the grid's kernel tolerance "
-                    f"{grid.kernel_tolerance}"
-                )
+            twin = blob["cells"][i].get("emulated", stored)
+            same = "emulated" in blob["cells"][i] and twin.get("cpu") == emu.get("cpu")
+            row["emulated"] = _check(
+                problems, cell, dec, "emulated", twin, emu, final_tolerance(spread, same, m["kind"]), same
+            )
+            row["emulated"]["twin"] = "emulated" if "emulated" in blob["cells"][i] else "native"
         out.append(row)
     return {"ok": not problems, "problems": problems, "cells": out}

@@ -39,6 +39,8 @@ from typing import Optional, Sequence
 
 from ..files import atomic_write_text, cache_dir, read_cached, source_hash, write_cached
 from ..measure.runstats import statistic  # noqa: F401  (chapter 7 reads store.statistic)
+from . import emulate
+from .emulate import EMULATED  # noqa: F401  (how another CPU is emulated)
 from .runs import run_cell
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"  # andrea/results
@@ -58,20 +60,10 @@ CODE_MODULES = (
 # Runs are bit-identical on one kind of CPU; the first losses' tolerance allows for another CPU's kernels
 # (measured under EMULATED: first 20 losses up to 0.002 apart in the most chaotic deciding run, no
 # normalisation at lr 3e-2), so that `make test` also passes on a machine of another kind. The final
-# loss's holds on the stored run's kind of CPU; on another, the grid's kernel tolerance (final_tolerance).
+# loss's holds on the stored run's kind of CPU; on another, what the stored pair of the run's arm shows
+# (rerun.final_tolerance).
 TOLERANCE = {"early_loss": 0.005, "final_val_loss": 0.015}
 EARLY_STEPS = 20
-# How much a change of CPU kernels moves one stored run's final validation loss (nats), per grid
-# unless a grid states its own: measured by re-running each grid's deciding run under EMULATED
-# (0, 0.0031, 0.0088, 4e-5, 0.0121 over the grids whose run finished; root mean square 0.007), taken
-# as the size of a run's change, rounded up from the largest. Every verdict on paired stored
-# differences adds it to the seeds' noise (``verdict._kernel_sd``), so that a verdict another machine
-# could flip by re-running the grid is reported as inconclusive.
-KERNEL_TOLERANCE = 0.015
-# How another CPU is emulated: torch's portable C++ kernels instead of this machine's vector kernels
-# (AVX-512 here), and MKL's AVX2 code path for the matrix products (what MKL runs on an AMD or older
-# Intel CPU). Each changes the last bits of sums; together they stand in for "another machine".
-EMULATED = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 RESULT_FIELDS = (
     "steps",
     "loss",
@@ -183,9 +175,21 @@ class Grid:
     # When the rule was written: "before the runs" (its deciding seeds had not run), or, for a rule
     # written after the runs it decides on, a sentence that says so (the book prints it).
     declared: str = "before the runs"
-    # The largest change in a re-run's final validation loss that a change of CPU kernels may cause
-    # (nats), stated from a measurement (KERNEL_TOLERANCE); reproduce() checks it both ways.
-    kernel_tolerance: float = KERNEL_TOLERANCE
+
+    def decision_cells(self) -> list[int]:
+        """The positions of every run that a declared comparison reads (both arms, its seeds): the runs
+        the book decides on, natively and on the emulated second CPU (``emulate``)."""
+        out = set()
+        for d in self.decisions:
+            for arm in (d.arm, d.against):
+                if arm is None:
+                    continue
+                out.update(
+                    i
+                    for i, c in enumerate(self.cells)
+                    if all(c.label.get(k) == v for k, v in arm.items()) and (not d.seeds or c.label["seed"] in d.seeds)
+                )
+        return sorted(out)
 
     def index(self, label: dict) -> int:
         """The position of the cell whose label matches ``label`` in every key given."""
@@ -195,22 +199,57 @@ class Grid:
         return hits[0]
 
     def spec_hash(self) -> str:
-        """The hash of the runs *and* the declared rule: changing a criterion after results exist
-        makes them stale, like changing a run."""
+        """The hash of the runs (their configs and seeds): a changed run makes the results stale."""
+        blob = json.dumps({"cells": [c.spec() for c in self.cells]}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def key(self) -> str:
+        return f"{code_hash()}-{self.spec_hash()}"
+
+    def rule_hash(self) -> str:
+        """The hash of the declared rule: the prediction, the comparisons and how they combine, the code
+        that decides them (``RULE_MODULES``) and how the second machine is emulated. Kept apart from the
+        runs' hash: a changed rule re-runs nothing, but the verdicts it gives on runs made under another
+        rule are marked as decided by a rule changed after its runs (``rule_status``)."""
         blob = json.dumps(
             {
-                "cells": [c.spec() for c in self.cells],
                 "rule": self.rule,
                 "declared": self.declared,
                 "decisions": [d.spec() for d in self.decisions],
                 "prediction": self.prediction,
+                "code": source_hash(RULE_MODULES),
+                "emulation": emulate.EMULATED,
             },
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
-    def key(self) -> str:
-        return f"{code_hash()}-{self.spec_hash()}"
+
+# The modules whose code turns stored runs into verdicts (part of every grid's rule_hash).
+RULE_MODULES = ("evidence.verdict", "evidence.evaluation", "measure.runstats")
+BEFORE = "declared before its runs"
+CHANGED = "rule changed after its runs"
+
+
+def rule_status(grid: Grid, blob: dict) -> tuple[str, str]:
+    """(``BEFORE`` or ``CHANGED``, why): whether every run the grid decides on (``decision_cells``, both
+    machines) was made under the rule in force now. Each run records the rule hash it was trained under;
+    runs stored before that was recorded count as made under another rule."""
+    now = grid.rule_hash()
+    stamps = []
+    for i in grid.decision_cells():
+        c = blob["cells"][i]
+        stamps.append(c["result"].get("rule"))
+        if "emulated" in c:
+            stamps.append(c["emulated"].get("rule"))
+    other = [s for s in stamps if s != now]
+    if not other:
+        return BEFORE, f"all {len(stamps)} runs it decides on were made under the rule in force (rule {now})"
+    unknown = sum(s is None for s in other)
+    said = f"{len(other)} of the {len(stamps)} runs it decides on were made under another rule"
+    if unknown:
+        said += f" ({unknown} before runs recorded their rule)"
+    return CHANGED, said + f"; the rule now is {now}"
 
 
 def code_hash() -> str:
@@ -227,14 +266,19 @@ def _cell_cache(cell: Cell) -> Path:
     return cache_dir() / "cells" / f"{cell.key()}-{code_hash()}.json"
 
 
-def _run_cached(cell: Cell) -> dict:
-    """Worker entry point: a cached cell is read back, a new one trained (one thread) and cached."""
-    p = _cell_cache(cell)
-    cached = read_cached(p, code_hash())
-    if cached is not None:
-        return json.loads(cached)
-    row = {**run_cell(cell, threads=1), "cpu": cpu_identity()}  # which kind of CPU trained it
-    write_cached(p, json.dumps(row).encode(), code_hash())
+def _cached_run(cell: Cell) -> Optional[dict]:
+    cached = read_cached(_cell_cache(cell), code_hash())
+    return None if cached is None else json.loads(cached)
+
+
+def _run_cached(cell: Cell, rule: Optional[str] = None) -> dict:
+    """Worker entry point: a cached cell is read back, a new one trained (one thread) and cached, with
+    the kind of CPU that trained it and the rule hash it was trained under (``rule_status``)."""
+    hit = _cached_run(cell)
+    if hit is not None:
+        return hit
+    row = {**run_cell(cell, threads=1), "cpu": cpu_identity(), "rule": rule}
+    write_cached(_cell_cache(cell), json.dumps(row).encode(), code_hash())
     return row
 
 
@@ -271,8 +315,11 @@ def workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def run(grid: Grid, n_workers: Optional[int] = None) -> dict:
-    """Train every cell of ``grid`` (cached cells are reused) and write ``andrea/results/<name>.json``."""
+def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cached_only: bool = False) -> dict:
+    """Train every cell of ``grid`` (runs already stored or cached by the same code are reused), then,
+    with ``emulated``, the emulated second CPU's copy of every run the grid decides on
+    (``Grid.decision_cells``), and write ``andrea/results/<name>.json``. ``cached_only``: train nothing
+    new; store the runs that are stored or cached (a grid whose runs are not all there is refused)."""
     import torch
 
     from ..progress import bar
@@ -280,50 +327,93 @@ def run(grid: Grid, n_workers: Optional[int] = None) -> dict:
     t0 = time.perf_counter()
     rows: list = [None] * len(grid.cells)
     n_workers = n_workers or workers()
+    rule = grid.rule_hash()
     pb = bar(len(grid.cells), f"{grid.name}: {len(grid.cells)} runs, {n_workers} at a time", unit="run")
     ctx = multiprocessing.get_context("spawn")  # safe inside Jupyter kernels and threads
     from ..training.data import load_token_data
 
     for tok in sorted({c.tokenizer for c in grid.cells}):
         load_token_data(tok)  # build the shared caches once, before the workers start
-    done = _stored_runs(grid)  # runs already in the stored file, by the same code: not trained again
+    stored = _stored_runs(grid)  # runs already in the stored file, by the same code: not trained again
     for i, c in enumerate(grid.cells):
-        if c.key() in done:
-            rows[i] = done[c.key()]
+        if c.key() in stored:
+            rows[i] = stored[c.key()]["result"]
             pb.update(1)
     todo = [i for i, r in enumerate(rows) if r is None]
-    with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
-        futures = {pool.submit(_run_cached, grid.cells[i]): i for i in todo}
-        for fut in as_completed(futures):
-            rows[futures[fut]] = fut.result()
-            pb.update(1)
+    if cached_only:
+        rows = [r if r is not None else _cached_run(grid.cells[i]) for i, r in enumerate(rows)]
+        todo = [i for i, r in enumerate(rows) if r is None]
+        if todo:
+            raise StoreError(f"grid {grid.name!r}: {len(todo)} runs are neither stored nor cached")
+    if todo:
+        with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_run_cached, grid.cells[i], rule): i for i in todo}
+            for fut in as_completed(futures):
+                rows[futures[fut]] = fut.result()
+                pb.update(1)
     pb.close()
+    trained = bool(todo)
+    emu: dict = {
+        i: stored[c.key()]["emulated"] for i, c in enumerate(grid.cells) if "emulated" in stored.get(c.key(), {})
+    }
+    if emulated:
+        need = [i for i in grid.decision_cells() if i not in emu]
+        if cached_only:
+            for i in need:
+                hit = emulate.cached(grid.cells[i], code_hash())
+                if hit is not None:
+                    emu[i] = hit
+            need = []
+        pb = bar(len(need), f"{grid.name}: {len(need)} runs as another CPU trains them", unit="run")
+        cells = [grid.cells[i] for i in need]
+        for j, row in enumerate(emulate.train(cells, code_hash(), n_workers, rule, lambda j, r: pb.update(1))):
+            emu[need[j]] = row
+        pb.close()
+        trained = trained or bool(need)
+    before = _header(grid)  # a file rewritten without a new run keeps when and where its runs were made
     blob = {
         "grid": grid.name,
         "title": grid.title,
         "prediction": grid.prediction,
         "key": grid.key(),
+        "rule_key": rule,  # the rule when this file was written; each run records its own (rule_status)
         "torch": torch.__version__,
         "python": platform.python_version(),
         "device": "cpu",
         "threads_per_run": 1,
-        "machine": f"{platform.machine()} {platform.system()}",
-        "created": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "seconds": round(time.perf_counter() - t0, 1),  # this invocation (stored runs are reused)
+        "machine": f"{platform.machine()} {platform.system()}" if trained else before.get("machine"),
+        "emulation": emulate.EMULATED,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%d") if trained else before.get("created"),
+        # the last invocation that trained something (stored runs are reused)
+        "seconds": round(time.perf_counter() - t0, 1) if trained else before.get("seconds"),
         "compute_seconds": round(sum(r.get("seconds", 0.0) for r in rows), 1),  # every run, one core each
+        "emulated_seconds": round(sum(r.get("seconds", 0.0) for r in emu.values()), 1),
         "rule": grid.rule,
         "decisions": [d.spec() for d in grid.decisions],
         "checks": [grid.index(d.rerun_label()) for d in grid.decisions if d.role == "decides"],
-        "cells": [{**c.spec(), "result": r} for c, r in zip(grid.cells, rows)],
+        "cells": [
+            {**c.spec(), "result": r, **({"emulated": emu[i]} if i in emu else {})}
+            for i, (c, r) in enumerate(zip(grid.cells, rows))
+        ],
     }
     atomic_write_text(path(grid.name), json.dumps(blob, indent=1) + "\n")
     return blob
 
 
+def _header(grid: Grid) -> dict:
+    """The stored file's header (everything but its runs), or {} if there is none."""
+    try:
+        blob = json.loads(path(grid.name).read_text())
+        return {k: v for k, v in blob.items() if k != "cells"} if isinstance(blob, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def _stored_runs(grid: Grid) -> dict:
-    """{cell key: result} of the runs in ``grid``'s stored file that the current code made (same
-    code hash and torch), whatever the grid's rule or its other runs: a grid that gains seeds or a
-    changed rule re-runs only what is new. Nothing if the file is missing or unreadable."""
+    """{cell key: {"result": ..., "emulated": ... (if stored)}} of the runs in ``grid``'s stored file
+    that the current code made (same code hash and torch), whatever the grid's rule or its other runs:
+    a grid that gains seeds or a changed rule (a changed emulation included: each copy records the rule it
+    was made under, ``rule_status``) re-runs only what is new. Nothing if the file is missing or unreadable."""
     try:
         blob = json.loads(path(grid.name).read_text())
         if not str(blob.get("key", "")).startswith(code_hash() + "-"):
@@ -332,7 +422,9 @@ def _stored_runs(grid: Grid) -> dict:
         for c in blob["cells"]:
             spec = {k: c.get(k) for k in ("label", "model", "train", "tokenizer", "monitor")}
             if all(k in c.get("result", {}) for k in RESULT_FIELDS):
-                out[Cell(**spec).key()] = c["result"]
+                out[Cell(**spec).key()] = {"result": c["result"]}
+                if all(k in c.get("emulated", {}) for k in RESULT_FIELDS):
+                    out[Cell(**spec).key()]["emulated"] = c["emulated"]
         return out
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
@@ -374,10 +466,14 @@ def load(grid: Grid, check_key: bool = True, same_torch: bool = False) -> dict:
     for i, (a, b) in enumerate(zip(stored, specs)):
         if a != b:
             raise StoreError(f"{str(p)!r}: run {i} is not the grid's run {i} ({b['label']}): run `make experiments`")
-        res = blob["cells"][i].get("result")
-        missing = [k for k in RESULT_FIELDS if not isinstance(res, dict) or k not in res]
-        if missing:
-            raise StoreError(f"{str(p)!r}: run {i} ({b['label']}) lacks {missing}: run `make experiments`")
+        for part in ("result", "emulated"):
+            res = blob["cells"][i].get(part)
+            if part == "emulated" and res is None:
+                continue  # not every run has an emulated copy (emulated_missing says which should)
+            missing = [k for k in RESULT_FIELDS if not isinstance(res, dict) or k not in res]
+            if missing:
+                what = "" if part == "result" else "'s emulated copy"
+                raise StoreError(f"{str(p)!r}: run {i} ({b['label']}){what} lacks {missing}: run `make experiments`")
     if check_key and blob.get("key") != grid.key():
         if not same_torch and _without_torch(blob.get("key")) == _without_torch(grid.key()):
             import torch
@@ -395,13 +491,26 @@ def load(grid: Grid, check_key: bool = True, same_torch: bool = False) -> dict:
     return blob
 
 
-def rows(blob: dict, kernel_tolerance: float = 0.0) -> list[dict]:
-    """Tidy rows: each run's label and results in one dict, plus its configs under model/train (and
-    the grid's kernel tolerance, which ``paired`` passes on to the verdicts)."""
-    return [
-        {**c["label"], **c["result"], "model": c["model"], "train": c["train"], "kernel_tolerance": kernel_tolerance}
-        for c in blob["cells"]
-    ]
+MACHINES = ("native", "emulated")
+
+
+def rows(blob: dict, machine: str = "native") -> list[dict]:
+    """Tidy rows: each run's label and results in one dict, plus its configs under model/train.
+
+    ``machine``: "native" (the runs as stored), or "emulated": the runs the grid decides on as the
+    emulated second CPU trained them (``emulate``), the others as stored (no verdict reads them)."""
+    if machine not in MACHINES:
+        raise ValueError(f"machine must be one of {MACHINES}, got {machine!r}")
+    out = []
+    for c in blob["cells"]:
+        res = c["emulated"] if machine == "emulated" and "emulated" in c else c["result"]
+        out.append({**c["label"], **res, "model": c["model"], "train": c["train"]})
+    return out
+
+
+def emulated_missing(grid: Grid, blob: dict) -> list[int]:
+    """The runs the grid decides on that have no emulated copy stored yet (``run`` trains them)."""
+    return [i for i in grid.decision_cells() if "emulated" not in blob["cells"][i]]
 
 
 def describe(blob: dict) -> str:
@@ -423,18 +532,10 @@ def values(rs: Sequence[dict], field: str, **match) -> list:
     return [r[field] for r in sorted(pick(rs, **match), key=lambda r: r["seed"])]
 
 
-class Paired(list):
-    """Per-seed differences of stored runs, carrying the grid's ``kernel_tolerance``: the verdict
-    functions add what a change of CPU would add to each difference (``verdict._kernel_sd``)."""
-
-    kernel_tolerance: float = 0.0
-
-
-def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> Paired:
+def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> list:
     """Per-seed differences ``field``(b) - ``field``(a) between two arms that share their seeds.
 
-    A seed where either run has no value (it diverged) is an error: decide those runs separately.
-    Rows from ``evaluation.results`` carry their grid's kernel tolerance; the result keeps it."""
+    A seed where either run has no value (it diverged) is an error: decide those runs separately."""
     ra = {r["seed"]: r[field] for r in pick(rs, **a)}
     rb = {r["seed"]: r[field] for r in pick(rs, **b)}
     if set(ra) != set(rb):
@@ -442,6 +543,4 @@ def paired(rs: Sequence[dict], field: str, a: dict, b: dict) -> Paired:
     missing = [s for s in ra if ra[s] is None or rb[s] is None]
     if missing:
         raise ValueError(f"seeds {missing} have no {field} in {a} or {b} (a diverged run)")
-    out = Paired(rb[s] - ra[s] for s in sorted(ra))
-    out.kernel_tolerance = max((r.get("kernel_tolerance", 0.0) for r in pick(rs, **a) + pick(rs, **b)), default=0.0)
-    return out
+    return [rb[s] - ra[s] for s in sorted(ra)]

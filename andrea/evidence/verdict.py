@@ -11,7 +11,10 @@ The labels:
   others (a regime within the noise does not make a claim qualified: see ``decide``);
 * ``corrected``: a number the source states is off by more than the tolerance (the book gives the
   measured one);
-* ``not testable``: nothing this book can run measures it.
+* ``not testable``: nothing this book can run measures it;
+* ``depends on the machine``: a comparison of stored runs decided on two machines (the runs as this
+  machine trained them, and as another CPU trains them: ``evaluation.evidence``) that gives two
+  different labels (``agree``); the book prints both readings.
 
 A claim tested in several regimes is decided by ``decide``: Holm's correction across the regimes
 that the claim's grid declares as deciding, and a declared rule ("every" or "some"). The quantiles
@@ -29,7 +32,16 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-LABELS = ("confirmed", "corrected", "qualified", "not reproduced", "inconclusive", "not testable")
+LABELS = (
+    "confirmed",
+    "corrected",
+    "qualified",
+    "not reproduced",
+    "inconclusive",
+    "not testable",
+    "depends on the machine",
+)
+MACHINE = "depends on the machine"
 
 ALPHA = 0.025  # each one-sided test; a 95 % two-sided interval beyond the margin is the same test
 
@@ -61,11 +73,8 @@ class Interval:
         return f"{self.mean:{fmt}} [{self.lo:{fmt}}, {self.hi:{fmt}}]"
 
 
-def interval(values: Iterable[float], extra_sd: float = 0.0) -> Interval:
-    """Mean and 95 % Student-t interval of ``values`` (non-finite values are an error).
-
-    ``extra_sd``: noise that the values do not show but would have on another machine (each value's
-    change under other CPU kernels, as a standard deviation); it is added to the seeds' variance."""
+def interval(values: Iterable[float]) -> Interval:
+    """Mean and 95 % Student-t interval of ``values`` (non-finite values are an error)."""
     v = [float(x) for x in values]
     if not v:
         raise ValueError("interval of no values")
@@ -75,7 +84,7 @@ def interval(values: Iterable[float], extra_sd: float = 0.0) -> Interval:
     m = sum(v) / n
     if n < 2:
         return Interval(m, m, m, n)
-    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1) + extra_sd**2)
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1))
     h = t975(n - 1) * sd / math.sqrt(n)
     return Interval(m, m - h, m + h, n)
 
@@ -98,21 +107,6 @@ class Verdict:
         return f"{self.label}: {self.reason}"
 
 
-def _kernel_sd(diffs, kernel_sd) -> float:
-    """The extra noise for ``diffs``: given, or what other CPU kernels would add to a paired difference
-    of two stored runs (``andrea.evidence.store.Paired`` carries its grid's kernel tolerance ``s``, the size of
-    one run's change; a difference of two runs changes with standard deviation sqrt(2) s), or 0."""
-    if kernel_sd is not None:
-        if kernel_sd < 0 or not math.isfinite(kernel_sd):
-            raise ValueError(f"kernel_sd must be a finite number >= 0, got {kernel_sd!r}")
-        return kernel_sd
-    return math.sqrt(2) * getattr(diffs, "kernel_tolerance", 0.0)
-
-
-def _machine_note(ci: Interval) -> str:
-    return f"; with another CPU's rounding added it spans [{ci.lo:+.3g}, {ci.hi:+.3g}], so this is not decisive"
-
-
 def _t_p(ci_mean: float, sd: float, n: int, threshold: float) -> float:
     """One-sided p-value of "the mean is above ``threshold``" (Student's t, ``n`` - 1 df)."""
     from scipy import stats
@@ -122,10 +116,10 @@ def _t_p(ci_mean: float, sd: float, n: int, threshold: float) -> float:
     return float(stats.t.sf((ci_mean - threshold) / (sd / math.sqrt(n)), n - 1))
 
 
-def _sd(values: Sequence[float], extra_sd: float) -> float:
+def _sd(values: Sequence[float]) -> float:
     v = [float(x) for x in values]
     m = sum(v) / len(v)
-    return math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) + extra_sd**2)
+    return math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
 
 
 def compare(
@@ -134,49 +128,37 @@ def compare(
     margin: float = 0.0,
     what: str = "the difference",
     exact: bool = False,
-    kernel_sd: float | None = None,
 ) -> Verdict:
     """Decide a prediction about the sign of ``diffs`` (per-seed values or paired differences).
 
     ``predicted`` is "positive" (the claim predicts diffs > margin) or "negative" (diffs < -margin).
     ``exact``: the quantity has no noise (a property of the architecture), so one value decides.
-    ``kernel_sd``: decide on the interval with this much extra noise per value, what re-running on
-    another CPU would add (by default from stored runs' kernel tolerance, see ``_kernel_sd``; 0
-    otherwise). A difference decisive only without it is inconclusive, and the reason says so.
-    The verdict carries the one-sided p-values (paired t test, with the extra noise) of both
-    directions, for ``decide``'s correction across regimes.
+    The verdict carries the one-sided p-values (paired t test) of both directions, for ``decide``'s
+    correction across regimes. Whether another CPU would say the same is not this function's
+    question: the book decides every stored comparison on two machines' runs (``evaluation.evidence``).
     """
     if predicted not in ("positive", "negative"):
         raise ValueError(f"predicted must be 'positive' or 'negative', got {predicted!r}")
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     ci = interval(diffs)
-    extra = _kernel_sd(diffs, kernel_sd)
-    wide = interval(diffs, extra) if ci.n >= 2 else ci
     sign = 1 if predicted == "positive" else -1
-
-    def edges(c: Interval) -> tuple[float, float]:  # in the predicted direction
-        return (c.lo, c.hi) if sign > 0 else (-c.hi, -c.lo)
-
-    (lo, hi), (wlo, whi) = edges(ci), edges(wide)
+    lo, hi = (ci.lo, ci.hi) if sign > 0 else (-ci.hi, -ci.lo)  # in the predicted direction
     if ci.n < 2 and not exact:
         return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
     p_for = p_against = None
     if ci.n >= 2:
-        sd = _sd(diffs, extra)
+        sd = _sd(diffs)
         p_for = _t_p(sign * ci.mean, sd, ci.n, margin)
         p_against = _t_p(-sign * ci.mean, sd, ci.n, margin)
     side = "above" if sign > 0 else "below"
     bound = f"{sign * margin:+.3g}" if margin else "0"
-    if wlo > margin:
+    if lo > margin:
         return Verdict("confirmed", f"{what} is {ci} — entirely {side} {bound}, as predicted", ci, p_for, p_against)
-    if whi < -margin:
+    if hi < -margin:
         return Verdict(
             "not reproduced", f"{what} is {ci} — entirely on the other side of {bound}", ci, p_for, p_against
         )
-    if lo > margin or hi < -margin:
-        where = "entirely " + (f"{side} {bound}" if lo > margin else f"on the other side of {bound}")
-        return Verdict("inconclusive", f"{what} is {ci} — {where}" + _machine_note(wide), ci, p_for, p_against)
     return Verdict(
         "inconclusive", f"{what} is {ci} — the interval contains {bound}: within the noise", ci, p_for, p_against
     )
@@ -221,38 +203,20 @@ def counts(
     return Verdict("inconclusive", f"{said}: no difference beyond chance (p = {p_more:.2g})", None, p_more, p_less)
 
 
-def equivalent(
-    diffs: Sequence[float], margin: float, what: str = "the difference", kernel_sd: float | None = None
-) -> Verdict:
+def equivalent(diffs: Sequence[float], margin: float, what: str = "the difference") -> Verdict:
     """Decide a prediction that two arms are *about the same*: the whole 95 % interval of ``diffs``
     within (-margin, +margin) is confirmed (two one-sided tests, TOST, at the 2.5 % level each);
     the whole interval outside it is not reproduced; anything else is inconclusive. A test that
-    only asked for "not better by more than the margin" would call a clear loss "the same".
-    ``kernel_sd`` adds another CPU's rounding as in ``compare``; when that alone makes the interval
-    wider than the margin, the design cannot show equivalence, and the reason says so."""
+    only asked for "not better by more than the margin" would call a clear loss "the same"."""
     if margin <= 0:
         raise ValueError(f"equivalence needs a margin > 0, got {margin}")
     ci = interval(diffs)
     if ci.n < 2:
         return Verdict("inconclusive", f"{what} is {ci.mean:+.3g} from a single run: no interval, no verdict", ci)
-    extra = _kernel_sd(diffs, kernel_sd)
-    w = interval(diffs, extra)
-    floor = t975(ci.n - 1) * extra / math.sqrt(ci.n)  # the half-width another CPU's rounding alone gives
-    if floor >= margin:
-        return Verdict(
-            "inconclusive",
-            f"{what} is {ci}; another CPU's rounding alone widens the interval by ±{floor:.2g}, more than the "
-            f"margin ±{margin:g}: {ci.n} seeds cannot show equivalence",
-            ci,
-        )
-    if -margin < w.lo and w.hi < margin:
-        return Verdict("confirmed", f"{what} is {ci} — inside ±{margin:g}: the same within the margin", ci)
-    if w.lo >= margin or w.hi <= -margin:
-        return Verdict("not reproduced", f"{what} is {ci} — outside ±{margin:g}: they differ", ci)
     if -margin < ci.lo and ci.hi < margin:
-        return Verdict("inconclusive", f"{what} is {ci} — inside ±{margin:g}" + _machine_note(w), ci)
+        return Verdict("confirmed", f"{what} is {ci} — inside ±{margin:g}: the same within the margin", ci)
     if ci.lo >= margin or ci.hi <= -margin:
-        return Verdict("inconclusive", f"{what} is {ci} — outside ±{margin:g}" + _machine_note(w), ci)
+        return Verdict("not reproduced", f"{what} is {ci} — outside ±{margin:g}: they differ", ci)
     return Verdict("inconclusive", f"{what} is {ci} — reaches beyond ±{margin:g}: not shown to be the same", ci)
 
 
@@ -295,11 +259,12 @@ RULES = ("every", "some")
 def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = ALPHA) -> tuple[Verdict, dict]:
     """The claim's verdict from its deciding regimes (keys name them), with Holm's correction.
 
-    Each regime's one-sided p-values (``Verdict.p`` for the predicted direction, ``p_opposite``
-    for the other) are Holm-adjusted across the regimes; a regime is *confirmed* if its adjusted
-    ``p`` is below ``alpha``, *not reproduced* if its adjusted ``p_opposite`` is, else
-    *inconclusive* (a regime without p-values keeps the label it has). Then, by the declared
-    ``rule``:
+    Each regime is one two-sided test (its two one-sided tests at 2.5 %: ``Verdict.p`` for the predicted
+    direction, ``p_opposite`` for the other; two-sided p = 2 min(p, p_opposite)). The two-sided p-values
+    are Holm-adjusted across the regimes, one family whatever the declared direction; a regime is
+    *confirmed* if its adjusted p is below 2 ``alpha`` and it lies on the predicted side, *not
+    reproduced* if it lies on the other, else *inconclusive* (a regime without p-values keeps the label
+    it has). Then, by the declared ``rule``:
 
     * ``"every"`` (the claim says it holds in each regime): confirmed if confirmed in all;
       *qualified* if confirmed in some and not reproduced in others; not reproduced if not
@@ -315,19 +280,24 @@ def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = 
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
     keys = list(verdicts)
     tested = [k for k in keys if verdicts[k].p is not None and verdicts[k].p_opposite is not None]
-    adj_for = dict(zip(tested, holm([verdicts[k].p for k in tested])))  # type: ignore[misc]
-    adj_against = dict(zip(tested, holm([verdicts[k].p_opposite for k in tested])))  # type: ignore[misc]
+    two_sided = [min(1.0, 2 * min(verdicts[k].p, verdicts[k].p_opposite)) for k in tested]  # type: ignore[type-var]
+    adjusted = dict(zip(tested, holm(two_sided)))
     corrected = {}
     for k in keys:
         v = verdicts[k]
-        if k not in adj_for:
+        if k not in adjusted:
             corrected[k] = v
             continue
-        label = "confirmed" if adj_for[k] < alpha else "not reproduced" if adj_against[k] < alpha else "inconclusive"
-        note = "" if len(tested) == 1 else f" (Holm-adjusted p = {min(adj_for[k], adj_against[k]):.2g})"
+        predicted_side = v.p <= v.p_opposite  # type: ignore[operator]
+        label = "inconclusive"
+        if adjusted[k] < 2 * alpha:
+            label = "confirmed" if predicted_side else "not reproduced"
+        note = "" if len(tested) == 1 else f" (Holm-adjusted p = {adjusted[k]:.2g})"
         if label != v.label and v.label in ("confirmed", "not reproduced"):
             note = f"; not decisive after Holm's correction over {len(tested)} regimes" + note
-        corrected[k] = Verdict(label, v.reason + note, v.interval, adj_for[k], adj_against[k])
+        one_sided = adjusted[k] / 2  # after Holm, on the side the regime lies on
+        p_for, p_against = (one_sided, 1 - one_sided) if predicted_side else (1 - one_sided, one_sided)
+        corrected[k] = Verdict(label, v.reason + note, v.interval, p_for, p_against)
     labels = {k: v.label for k, v in corrected.items()}
     yes = [k for k in keys if labels[k] == "confirmed"]
     no = [k for k in keys if labels[k] == "not reproduced"]
@@ -351,6 +321,19 @@ def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = 
         )
         why += f"within the noise in {names(rest)}"
     return Verdict(label, why), corrected
+
+
+def agree(native: Verdict, emulated: Verdict | None) -> Verdict:
+    """The label two machines' readings of one comparison give: the common label, or ``MACHINE``
+    ("depends on the machine") with both. Without a second reading (None), the native one."""
+    if emulated is None or emulated.label == native.label:
+        return native
+    return Verdict(
+        MACHINE,
+        f"{native.label} on this machine's runs ({native.reason}); {emulated.label} on another CPU's "
+        f"({emulated.reason})",
+        native.interval,
+    )
 
 
 def combine(verdicts: Mapping[str, Verdict], rule: str = "every") -> Verdict:

@@ -370,10 +370,10 @@ def decide_task(task: Task, result: dict):
     for other in BANDS:
         if other != b:
             regimes[f"{b} over {other}"] = V.compare(
-                tr[b] - tr[other], "positive", what=f"selectivity, {b} minus {other}", kernel_sd=0.0
+                tr[b] - tr[other], "positive", what=f"selectivity, {b} minus {other}"
             )
     regimes["trained over untrained"] = V.compare(
-        tr[b] - un[b], "positive", what=f"{b} selectivity, trained minus untrained", kernel_sd=0.0
+        tr[b] - un[b], "positive", what=f"{b} selectivity, trained minus untrained"
     )
     return V.decide(regimes, "every")
 

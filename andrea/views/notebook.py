@@ -115,6 +115,7 @@ class ClaimsTable:
         "not reproduced": "#D55E00",
         "inconclusive": "#666666",
         "not testable": "#666666",
+        "depends on the machine": "#CC79A7",
     }
 
     def __init__(self, claims: list[Claim]):
@@ -192,9 +193,10 @@ _FIELDS = {
 
 
 class EvidenceFold:
-    """ "The evidence" of a chapter's training verdict, folded: the rule declared before the runs,
-    each comparison (deciding regimes, calibration, controls) with its seeds, number, test and
-    verdict, and the claim's verdict. One component for every chapter: ``evidence(name)``."""
+    """ "The evidence" of a chapter's training verdict, folded: the rule declared before the runs (or
+    that it changed after them), each comparison (deciding regimes, calibration, controls) with its
+    seeds, its number on each machine's runs, test and verdict, and the claim's verdict. One component
+    for every chapter: ``evidence(name)``."""
 
     def __init__(self, ev: Any):
         self.ev = ev
@@ -220,7 +222,15 @@ class EvidenceFold:
                     if len(pair) <= 24:  # longer comparisons are named in the Comparison column
                         measured = f"{pair}: {measured}"
                 mde = f"{f.detectable:.2g}" if f.detectable is not None else "–"
-                out.append((_ROLES[role], d.what, f"{len(f.seeds)} ({seeds})", measured, mde, test, f.verdict.label))
+                other = "not run yet"
+                if f.emulated is not None:
+                    other = f.emulated.measured
+                    if f.emulated.verdict.label != f.verdict.label:
+                        other += f" ({f.emulated.verdict.label})"
+                if f.native is not None and f.native.label != f.verdict.label:
+                    measured += f" ({f.native.label})"
+                row = (_ROLES[role], d.what, f"{len(f.seeds)} ({seeds})", measured, other, mde, test)
+                out.append(row + (f.verdict.label,))
         return out
 
     def rule(self) -> str:
@@ -230,9 +240,24 @@ class EvidenceFold:
         return (
             f"The claim counts as confirmed if it is confirmed {how}. Each comparison is a one-sided test at "
             f"2.5 % (a 95 % interval beyond the margin), with Holm's correction across the {k} deciding "
-            "regime" + ("s" if k != 1 else "") + "; a regime is decided only if its calibration passed; "
-            "another CPU's rounding is added to the seeds' noise."
+            "regime" + ("s" if k != 1 else "") + "; a regime is decided only if its calibration passed. "
+            "Every comparison is decided twice: on the runs as this machine trained them, and as another "
+            "CPU trains them (torch's portable kernels, emulated); a label is printed where both give it, "
+            "and 'depends on the machine' where they do not."
         )
+
+    def declared(self) -> str:
+        ev = self.ev
+        if ev.rule_status == "declared before its runs":
+            head = f"Declared {ev.declared}"
+        else:
+            head = f"Declared {ev.declared}, and changed after them"
+        if ev.missing_emulated:
+            head += (
+                f"; decided on this machine only ({ev.missing_emulated} runs as another CPU trains them "
+                "are not run yet)"
+            )
+        return head
 
     def _repr_html_(self) -> str:
         ev, e = self.ev, html.escape
@@ -246,21 +271,22 @@ class EvidenceFold:
         return (
             f"<details class='andrea-evidence'><summary>The evidence: <b style='color:{col}'>"
             f"{e(ev.verdict.label)}</b> ({e(ev.verdict.reason)})</summary>"
-            f"<p><b>Declared {e(ev.declared)}</b> (grid <code>{e(ev.name)}</code> in "
+            f"<p><b>{e(self.declared())}</b> (grid <code>{e(ev.name)}</code> in "
             f"<code>{e(_grid_file(ev.name))}</code>): {e(ev.prediction)}</p><p>{e(self.rule())}</p>"
-            "<div class='andrea-evidence-scroll'><table class='evidence-table table'><thead><tr><th>Role</th>"
-            "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Detectable</th><th>Test</th><th>Verdict</th></tr></thead>"
-            f"<tbody>{body}</tbody></table></div>"
+            + (f"<p class='andrea-evidence-note'>{e(ev.rule_note)}.</p>" if ev.rule_note else "")
+            + "<div class='andrea-evidence-scroll'><table class='evidence-table table'><thead><tr><th>Role</th>"
+            "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Another CPU</th><th>Detectable</th><th>Test</th>"
+            f"<th>Verdict</th></tr></thead><tbody>{body}</tbody></table></div>"
             "<p class='andrea-evidence-note'>Measured: mean and 95 % interval over seeds (differences paired by "
-            "seed), in the units of the test. Detectable: the smallest true effect the comparison would show "
-            "four times in five at this noise; another CPU's rounding (the grid's kernel tolerance, a standard "
-            "deviation per run) is part of that noise, so it guards that the label is the same on every "
-            f"machine, at the price of power. All runs of the grid: {ev.seconds / 3600:.1f} core-hours.</p>"
+            "seed), in the units of the test, on the runs as this machine trained them; Another CPU: the same "
+            "on the runs as torch's portable kernels train them. Detectable: the smallest true effect the "
+            "comparison would show four times in five at this noise (for a deciding regime, at the level "
+            f"Holm's correction asks of the first). All runs of the grid: {ev.seconds / 3600:.1f} core-hours.</p>"
             "</details>"
         )
 
     def __repr__(self) -> str:
-        lines = [f"The evidence ({self.ev.name}): {self.ev.verdict}", self.rule()]
+        lines = [f"The evidence ({self.ev.name}): {self.ev.verdict}", self.declared(), self.rule()]
         lines += [" | ".join(r) for r in self._rows()]
         return "\n".join(lines)
 
