@@ -473,6 +473,16 @@ def test_results_store_refuses_wrong_or_incomplete_files(tmp_path, monkeypatch):
     store.path(g.name).write_text(json.dumps(dict(real, key="0-0")))
     with pytest.raises(store.StoreError, match="made by other code"):
         store.load(g)
+    # a hand edit that keeps the key: one run's loss moved, or two runs' results swapped
+    edited = json.loads(json.dumps(real))
+    edited["cells"][4]["result"]["final_val_loss"] += 1.0
+    swapped = json.loads(json.dumps(real))
+    a, b = swapped["cells"][3], swapped["cells"][4]
+    a["result"], b["result"] = b["result"], a["result"]
+    for blob in (edited, swapped):
+        store.path(g.name).write_text(json.dumps(blob))
+        with pytest.raises(store.StoreError, match=f"{g.name}.json.*do not match the digest"):
+            store.load(g)
 
 
 def test_explorer_shipped_file_wrong_content_is_not_used(tmp_path, monkeypatch):

@@ -25,6 +25,14 @@ from andrea.evidence import evaluation, grids, rerun, store
 GRIDS = sorted(grids.GRIDS)
 
 
+def _write(name, blob):
+    """Store ``blob`` as grid ``name``'s results file, as ``store.run`` writes one (with its runs' digest):
+    a file made with other numbers, not a hand edit."""
+    import json
+
+    store.path(name).write_text(json.dumps({**blob, "digest": store.digest(blob["cells"])}))
+
+
 @pytest.mark.parametrize("name", GRIDS)
 def test_stored_results_are_current_and_complete(name):
     blob = store.load(grids.grid(name), same_torch=True)  # StoreError (naming the file) if stale or malformed
@@ -128,14 +136,14 @@ def test_changed_first_steps_are_caught(tmp_path, monkeypatch):
         rerun, "run_prefixes_emulated", lambda cells, steps=store.EARLY_STEPS: [fresh(c) for c in cells]
     )
     monkeypatch.setattr(store, "RESULTS", tmp_path)
-    store.path(name).write_text(json.dumps(real))
+    _write(name, real)
     assert rerun.reproduce_first_steps(g)["ok"]
     real["cells"][i]["result"]["loss"][5] += 10 * store.TOLERANCE["early_loss"]
-    store.path(name).write_text(json.dumps(real))
+    _write(name, real)
     r = rerun.reproduce_first_steps(g)
     assert not r["ok"] and "first 20 losses differ" in r["problems"][0] and "(native)" in r["problems"][0]
     real["cells"][i]["result"]["loss"][5] -= 10 * store.TOLERANCE["early_loss"]
-    store.path(name).write_text(json.dumps(real))
+    _write(name, real)
     monkeypatch.setattr(
         rerun,
         "run_prefixes_emulated",
@@ -157,7 +165,7 @@ def test_a_changed_result_is_caught(tmp_path, monkeypatch):
     fresh = copy.deepcopy(real["cells"][i]["result"])  # what a re-run would give (it is deterministic)
     real["cells"][i]["result"]["loss"][3] += 10 * store.TOLERANCE["early_loss"]
     monkeypatch.setattr(store, "RESULTS", tmp_path)
-    store.path(name).write_text(json.dumps(real))
+    _write(name, real)
     monkeypatch.setattr(rerun, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
     r = rerun.reproduce(g, emulate=False)
     assert not r["ok"] and "first 20 losses differ" in r["problems"][0]
@@ -168,7 +176,7 @@ def test_a_changed_result_is_caught(tmp_path, monkeypatch):
     moved["final_val_loss"] += 2 * store.TOLERANCE["final_val_loss"]
     monkeypatch.setattr(rerun, "start_emulated", lambda cell: "started")
     monkeypatch.setattr(rerun, "finish_emulated", lambda proc, cell: moved if proc == "started" else None)
-    store.path(name).write_text(json.dumps(real))
+    _write(name, real)
     r = rerun.reproduce(g, only=[i])
     assert not r["ok"] and "(emulated)" in r["problems"][0] and "the same kind of CPU" in r["problems"][0]
     assert r["cells"][0]["emulated"]["twin"] == "emulated"
@@ -196,14 +204,14 @@ def test_a_final_loss_is_held_to_the_stored_runs_kind_of_cpu(tmp_path, monkeypat
     monkeypatch.setattr(store, "RESULTS", tmp_path)
     monkeypatch.setattr(rerun, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
     real["cells"][i]["result"]["cpu"] = store.cpu_identity()  # stored on this very kind of CPU
-    store.path(name).write_text(json.dumps(real))
+    _write(name, real)
     r = rerun.reproduce(g, emulate=False, only=[i])
     assert not r["ok"] and "the same kind of CPU" in r["problems"][0], r["problems"]
     real["cells"][i]["result"]["cpu"] = "another processor, AVX2"
     for spread in (tol, 3 * tol):  # the arm's stored pair: emulated ends `spread` from native
         real["cells"][i]["emulated"] = {**real["cells"][i]["result"]}
         real["cells"][i]["emulated"]["final_val_loss"] = real["cells"][i]["result"]["final_val_loss"] + spread
-        store.path(name).write_text(json.dumps(real))
+        _write(name, real)
         r = rerun.reproduce(g, emulate=False, only=[i])
         c = r["cells"][0]
         assert c["native"]["same_cpu"] is False and abs(c["spread"] - spread) < 1e-9
@@ -224,7 +232,7 @@ def test_on_another_cpu_a_counted_event_must_be_the_same_whatever_the_final_loss
     monkeypatch.setattr(store, "RESULTS", tmp_path)
     monkeypatch.setattr(rerun, "run_cell", lambda cell, threads=1: copy.deepcopy(fresh))
     stored["cpu"] = "another processor, AVX2"
-    store.path(g.name).write_text(json.dumps(real))
+    _write(g.name, real)
     r = rerun.reproduce(g, emulate=False, only=[i])
     assert r["ok"] and r["cells"][0]["native"]["tolerance"] is None, r["problems"]
     fresh.update(diverged=not stored["diverged"])  # another event: the verdict's count would change
@@ -232,7 +240,7 @@ def test_on_another_cpu_a_counted_event_must_be_the_same_whatever_the_final_loss
     assert not r["ok"] and any("the verdict counts this event" in p or "diverged" in p for p in r["problems"])
     stored["cpu"] = store.cpu_identity()  # on the stored run's own kind of CPU the loss must match too
     fresh.update(diverged=stored["diverged"])
-    store.path(g.name).write_text(json.dumps(real))
+    _write(g.name, real)
     r = rerun.reproduce(g, emulate=False, only=[i])
     assert not r["ok"] and "the same kind of CPU" in r["problems"][0], r["problems"]
 
@@ -261,12 +269,12 @@ def test_each_comparison_is_decided_on_both_machines_and_a_disagreement_is_said(
     real = json.loads(store.path(g.name).read_text())
     monkeypatch.setattr(store, "RESULTS", tmp_path)
     _with_copies(g, real, g.rule_hash())
-    store.path(g.name).write_text(json.dumps(real))
+    _write(g.name, real)
     same = evaluation.evidence(g.name)
     assert same.missing_emulated == 0 and same.verdict.label == same.native.label == same.emulated.label
     assert all(f.emulated is not None and f.emulated.measured == f.measured for f in same.findings)
     _with_copies(g, real, g.rule_hash(), shift=1.0)  # LayerScale a full nat worse on the other CPU
-    store.path(g.name).write_text(json.dumps(real))
+    _write(g.name, real)
     ev = evaluation.evidence(g.name)
     post = ev.regime("post-norm, Xavier init, lr 1e-3")
     assert post.native.label == "confirmed" and post.emulated.verdict.label == "not reproduced"
@@ -288,7 +296,7 @@ def test_a_changed_rule_marks_the_verdicts_and_trains_nothing(tmp_path, monkeypa
     real = json.loads(store.path(g.name).read_text())
     monkeypatch.setattr(store, "RESULTS", tmp_path)
     _with_copies(g, real, g.rule_hash())
-    store.path(g.name).write_text(json.dumps(real))
+    _write(g.name, real)
     assert evaluation.evidence(g.name).rule_status == store.BEFORE
     real_hash = store.source_hash
     with monkeypatch.context() as m:  # verdict.py edited
@@ -324,13 +332,13 @@ def test_results_of_another_torch_version_are_shown_with_a_warning_not_refused(t
     blob = json.loads(store.path(name).read_text())
     blob["key"] = blob["key"].replace("-torch2.13.0-", "-torch2.9.1-")
     monkeypatch.setattr(store, "RESULTS", tmp_path)
-    store.path(name).write_text(json.dumps(blob))
+    _write(name, blob)
     with pytest.warns(UserWarning, match="measured with torch"):
         store.load(g)
     with pytest.raises(store.StoreError, match="other code"):
         store.load(g, same_torch=True)
     blob["key"] = "0" * 16 + blob["key"][16:]  # other code: refused even for readers
-    store.path(name).write_text(json.dumps(blob))
+    _write(name, blob)
     with pytest.raises(store.StoreError, match="other code"):
         store.load(g)
 

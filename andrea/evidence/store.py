@@ -396,8 +396,17 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
             for i, (c, r) in enumerate(zip(grid.cells, rows))
         ],
     }
+    blob["digest"] = digest(blob["cells"])
     atomic_write_text(path(grid.name), json.dumps(blob, indent=1) + "\n")
     return blob
+
+
+def digest(cells: list) -> str:
+    """SHA-256 of a results file's runs (their specs and results, both machines), as ``load`` checks it:
+    a run edited, swapped or dropped by hand no longer matches. It guards against accidents and casual
+    edits, not against someone who also rewrites the digest: that is what git's history and the re-runs
+    of ``make test`` (``rerun``) are for."""
+    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()
 
 
 def _header(grid: Grid) -> dict:
@@ -474,6 +483,11 @@ def load(grid: Grid, check_key: bool = True, same_torch: bool = False) -> dict:
             if missing:
                 what = "" if part == "result" else "'s emulated copy"
                 raise StoreError(f"{str(p)!r}: run {i} ({b['label']}){what} lacks {missing}: run `make experiments`")
+    if blob.get("digest") != digest(blob["cells"]):
+        raise StoreError(
+            f"{str(p)!r}: its runs do not match the digest written with them (edited by hand, or damaged): "
+            "restore it from git (git checkout -- andrea/results) or run `make experiments`"
+        )
     if check_key and blob.get("key") != grid.key():
         if not same_torch and _without_torch(blob.get("key")) == _without_torch(grid.key()):
             import torch
