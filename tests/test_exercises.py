@@ -146,3 +146,89 @@ def test_checker_reports_an_exception_in_the_readers_code():
     res = X.check_rms_norm(broken)
     assert not res and "raised RuntimeError: oops" in repr(res)
     assert not X.check_rms_norm("not a function")
+
+
+class _AlwaysEqual:
+    """A reader's object that says it equals anything."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+    def __float__(self):
+        raise RuntimeError("no float here")
+
+
+class _AgreeableTensor(torch.Tensor):
+    """A tensor whose != and == always report agreement."""
+
+    def __ne__(self, other):
+        return torch.zeros_like(torch.Tensor.as_subclass(self, torch.Tensor), dtype=torch.bool)
+
+    def __eq__(self, other):
+        return torch.ones_like(torch.Tensor.as_subclass(self, torch.Tensor), dtype=torch.bool)
+
+
+NUMBER_CHECKERS = [
+    X.check_parameter_count,
+    X.check_count_layer_norms,
+    X.check_mlp_params,
+    X.check_embedding_gradient,
+    X.check_lr_schedule,
+    X.check_mlp_share,
+    X.check_swiglu_width,
+    X.check_induction_score,
+    X.check_flops_per_token,
+]
+
+
+@pytest.mark.parametrize("checker", NUMBER_CHECKERS, ids=[c.__name__ for c in NUMBER_CHECKERS])
+def test_a_checker_takes_only_numbers_and_never_crashes(checker):
+    """An object that claims to equal anything is no answer; arrays, vectors and objects whose
+    conversion raises are ✗ with the type named, not a crash."""
+    for odd in (_AlwaysEqual(), np.array([1, 2]), torch.tensor([1, 2]), "12", None, True, float("nan")):
+        res = checker(lambda *a, odd=odd: odd)
+        assert not res and repr(res).startswith("✗"), (odd, res)
+        assert "expected a" in repr(res), repr(res)
+    assert "got _AlwaysEqual" in repr(checker(lambda *a: _AlwaysEqual()))
+
+
+def test_numbers_of_every_kind_are_judged_in_float64_at_their_own_precision():
+    from andrea.training.train import TrainConfig, lr_at
+
+    def as_type(kind):
+        def answer(s, n, w, lr, r):
+            v = lr_at(s, TrainConfig(steps=n, warmup=w, lr=lr, min_lr_ratio=r))
+            return {
+                "float32": np.float32(v),
+                "tensor32": torch.tensor(v, dtype=torch.float32),
+                "array64": np.array(v),
+                "float64": np.float64(v),
+            }[kind]
+
+        return answer
+
+    for kind in ("float32", "tensor32", "array64", "float64"):
+        assert X.check_lr_schedule(as_type(kind)), kind  # a float32 answer is judged at float32's precision
+    off = X.check_lr_schedule(
+        lambda s, n, w, lr, r: 1.01 * lr_at(s, TrainConfig(steps=n, warmup=w, lr=lr, min_lr_ratio=r))
+    )
+    assert not off and "relative difference 0.01" in repr(off)
+
+
+def test_other_answers_cannot_cheat_either():
+    assert not X.check_prediction("amplification", _AlwaysEqual())
+    assert not X.check_rezero_gradients(lambda m: _AlwaysEqual())
+    assert not X.check_rezero_gradients(lambda m: [_AlwaysEqual()])
+
+    def agreeable_lens(model, stream):
+        return torch.zeros(stream.shape[:2], dtype=torch.long).as_subclass(_AgreeableTensor)
+
+    res = X.check_logit_lens(agreeable_lens)
+    assert not res and "guesses differ" in repr(res)
+    assert not X.check_gelu_minimum(_AlwaysEqual()) and "got _AlwaysEqual" in repr(X.check_gelu_minimum(_AlwaysEqual()))
+    assert not X.check_control_task(lambda ids, k, seed: _AlwaysEqual())

@@ -179,7 +179,7 @@ class Grid:
     def decision_cells(self) -> list[int]:
         """The positions of every run that a declared comparison reads (both arms, its seeds): the runs
         the book decides on, natively and on the emulated second CPU (``emulate``)."""
-        out = set()
+        out: set[int] = set()
         for d in self.decisions:
             for arm in (d.arm, d.against):
                 if arm is None:

@@ -280,7 +280,7 @@ def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = 
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
     keys = list(verdicts)
     tested = [k for k in keys if verdicts[k].p is not None and verdicts[k].p_opposite is not None]
-    two_sided = [min(1.0, 2 * min(verdicts[k].p, verdicts[k].p_opposite)) for k in tested]  # type: ignore[type-var]
+    two_sided = [min(1.0, 2 * min(float(verdicts[k].p), float(verdicts[k].p_opposite))) for k in tested]  # type: ignore[arg-type]
     adjusted = dict(zip(tested, holm(two_sided)))
     corrected = {}
     for k in keys:

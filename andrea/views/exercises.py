@@ -22,7 +22,20 @@ import torch.nn.functional as F
 
 from ..model.config import ANDREA_120M
 from ..model.transformer import Andrea, count_layer_norms, count_parameters
-from .checks import Check, _close, _fresh, _number, _run, _small, _tokens, _within
+from .checks import (
+    Check,
+    _agrees,
+    _close,
+    _equals,
+    _fresh,
+    _not_a_number,
+    _number,
+    _plain,
+    _run,
+    _small,
+    _tokens,
+    _within,
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,10 +114,7 @@ def check_embedding_gradient(fn: Callable) -> Check:
         )
 
     def compare(got, case):
-        v = _number(got)
-        if v is None:
-            return f"expected a number, got {type(got).__name__}"
-        return None if math.isclose(v, case["want"], rel_tol=1e-4) else f"expected {case['want']:.6g}, got {v:.6g}"
+        return _agrees(got, case["want"], 1e-4)
 
     return _run("check_embedding_gradient", cases, fn, compare)
 
@@ -163,7 +173,7 @@ def check_count_layer_norms(fn: Callable) -> Check:
         "check_count_layer_norms",
         cases,
         fn,
-        lambda got, c: None if got == c["want"] else f"expected {c['want']}, got {got!r}",
+        lambda got, c: _equals(got, c["want"]),
     )
 
 
@@ -209,11 +219,9 @@ def check_lr_schedule(fn: Callable) -> Check:
             )
 
     def compare(got, case):
-        v = _number(got)
-        if v is None:
-            return f"expected a number, got {type(got).__name__}"
-        ok = math.isclose(v, case["want"], rel_tol=1e-9, abs_tol=1e-15)
-        return None if ok else f"expected {case['want']:.6g}, got {v:.6g}"
+        if case["want"] == 0:
+            return _equals(got, 0)
+        return _agrees(got, case["want"], 1e-9)
 
     return _run("check_lr_schedule", cases, fn, compare)
 
@@ -227,7 +235,7 @@ def check_prediction(question: str, answer: Any) -> Check:
     if question == "amplification":
         from ..measure.analysis import output_change, small
 
-        if answer not in ("pre", "post"):
+        if not isinstance(answer, str) or answer not in ("pre", "post"):
             return Check(False, f"answer 'pre' or 'post', got {answer!r}")
         change = {
             n: float(np.mean([output_change(small(64, 48, norm=n), seed=s) for s in (0, 1)])) for n in ("pre", "post")
@@ -253,7 +261,7 @@ def check_mlp_params(fn: Callable) -> Check:
         "check_mlp_params",
         cases,
         fn,
-        lambda got, c: None if got == c["want"] else f"expected {c['want']:,}, got {got!r}",
+        lambda got, c: _equals(got, c["want"]),
     )
 
 
@@ -278,8 +286,7 @@ def check_mlp_share(fn: Callable) -> Check:
         )
 
     def compare(got, case):
-        v = _number(got)
-        return None if v is not None and abs(v - case["want"]) < 1e-9 else f"expected {case['want']:.6f}, got {got!r}"
+        return _agrees(got, case["want"], 1e-9)
 
     return _run("check_mlp_share", cases, fn, compare)
 
@@ -303,8 +310,7 @@ def check_swiglu_width(fn: Callable) -> Check:
         cases.append({"args": (d,), "desc": f"d_model={d}", "want": below + (target - a) / (b - a)})
 
     def compare(got, case):
-        v = _number(got)
-        return None if v is not None and abs(v - case["want"]) < 1e-6 else f"expected {case['want']:.4f}, got {got!r}"
+        return _agrees(got, case["want"], 1e-6 / case["want"], ".4f")
 
     return _run("check_swiglu_width", cases, fn, compare)
 
@@ -341,7 +347,7 @@ def check_gelu_minimum(x_min: Any) -> Check:
     want = gelu_minimum()
     v = _number(x_min)
     if v is None:
-        return Check(False, f"expected a number, got {x_min!r}")
+        return Check(False, f"check_gelu_minimum: {_not_a_number(x_min)}")
     ok = abs(v - want) < 1e-6
     return Check(
         ok, f"check_gelu_minimum: {'right' if ok else 'not quite'}: you gave {v:.8f}, the minimum is at {want:.8f}"
@@ -385,7 +391,7 @@ def check_parameter_count(fn: Callable) -> Check:
         "check_parameter_count",
         cases,
         fn,
-        lambda got, c: None if got == c["want"] else f"expected {c['want']:,}, got {got!r}",
+        lambda got, c: _equals(got, c["want"]),
     )
 
 
@@ -401,7 +407,7 @@ def check_vocab_for(fn: Callable) -> Check:
         "check_vocab_for",
         cases,
         fn,
-        lambda got, c: None if got == c["want"] else f"expected {c['want']:,}, got {got!r}",
+        lambda got, c: _equals(got, c["want"]),
     )
 
 
@@ -455,7 +461,7 @@ def check_layerscale_reach(fn: Callable) -> Check:
     def compare(got, case):
         v = _number(got)
         if v is None or v <= 0:
-            return f"expected a positive number, got {got!r}"
+            return f"expected a positive number, got {type(got).__name__ if v is None else v}"
         ratio = v / case["want"]
         if not 0.5 <= ratio <= 2:
             return f"predicted {v:.3g}, measured {case['want']:.3g} ({ratio:.2g} times; within a factor of 2 passes)"
@@ -479,11 +485,11 @@ def check_rezero_gradients(fn: Callable) -> Check:
         cases.append({"args": (m,), "desc": f"{n} blocks", "want": want})
 
     def compare(got, case):
-        got = set(got) if isinstance(got, (set, list, tuple)) else got
+        if not isinstance(got, (set, frozenset, list, tuple)) or not all(type(x) is str for x in got):
+            return f"expected a set of parameter names (strings), got {type(got).__name__}"
+        got = {str(x) for x in got}
         if got == case["want"]:
             return None
-        if not isinstance(got, set):
-            return f"expected a set of parameter names, got {type(got).__name__}"
         return f"missing {sorted(case['want'] - got)[:4]}, extra {sorted(got - case['want'])[:4]}"
 
     return _run("check_rezero_gradients", cases, fn, compare)
@@ -523,9 +529,12 @@ def check_logit_lens(fn: Callable) -> Check:
         cases.append({"args": (m, x), "desc": f"seed {seed}, boundary {b}", "want": want})
 
     def compare(got, c):
-        if not isinstance(got, torch.Tensor) or got.shape != c["want"].shape:
-            return f"expected token ids of shape {tuple(c['want'].shape)}, got {getattr(got, 'shape', got)!r}"
-        wrong = int((got != c["want"]).sum())
+        if not isinstance(got, torch.Tensor):
+            return f"expected token ids (a torch.Tensor), got {type(got).__name__}"
+        got = _plain(got)
+        if got.shape != c["want"].shape or got.dtype.is_floating_point or got.is_complex() or got.dtype == torch.bool:
+            return f"expected integer token ids of shape {tuple(c['want'].shape)}, got {got.dtype} {tuple(got.shape)}"
+        wrong = int(torch.ne(got.long(), c["want"]).sum())
         return None if wrong == 0 else f"{wrong} of {got.numel()} guesses differ from the lens's"
 
     return _run("check_logit_lens", cases, fn, compare)
@@ -546,10 +555,7 @@ def check_induction_score(fn: Callable) -> Check:
         cases.append({"args": (attn, L), "desc": f"L = {L}", "want": want})
 
     def compare(got, c):
-        v = _number(got)
-        if v is None:
-            return f"expected a number, got {got!r}"
-        return None if abs(v - c["want"]) < 1e-6 else f"expected {c['want']:.4f}, got {v:.4f}"
+        return _agrees(got, c["want"], 1e-6 / c["want"], ".4f")
 
     return _run("check_induction_score", cases, fn, compare)
 
