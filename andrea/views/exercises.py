@@ -8,6 +8,12 @@ prints what went right or wrong (and is truthy only when everything passed).
 The reader's function always gets copies of the inputs (so it may work in place), and the answer
 it is judged against is computed from the untouched originals. Checkers of *predictions* measure
 the real model and accept an answer within a stated tolerance of the measurement.
+
+A numeric answer must be a number: a Python or NumPy int or float, or a 0-d tensor or array of one,
+judged in float64 at its own type's precision; anything else (a list, a vector, an object that says it
+equals everything) is ✗ with its type named, and no answer makes a checker crash. The checkers run in
+the reader's own process, so they check honest work; they are not a proctor: a reader determined to
+cheat can read the expected answer from the checker's frame (``inspect``) or the package itself.
 """
 
 from __future__ import annotations
