@@ -96,7 +96,12 @@ def main(argv=None) -> int:
     if not a.names or "trained" in a.names:
         from .trained import model as trained
 
-        if a.force or trained.status() != "current":
+        if trained.status() == "altered" and not a.force:
+            try:
+                trained.check_log()
+            except ValueError as e:
+                print(f"trained: not retrained: {e} (or pass --force to retrain, about 45 minutes)")
+        elif a.force or trained.status() != "current":
             t1 = time.perf_counter()
             blob = trained.retrain()
             took = time.perf_counter() - t1

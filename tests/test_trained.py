@@ -41,6 +41,26 @@ def test_an_altered_weights_file_is_refused(tmp_path):
         trained.load(tmp_path / "missing.safetensors")
 
 
+def test_a_log_edited_or_damaged_by_hand_is_refused_by_name(tmp_path, monkeypatch):
+    """The log's configs are covered: another activation in trained.json would build another model from
+    the same weights; a truncated log is named, and status() says "altered" instead of crashing."""
+    import json
+
+    real = json.loads(trained.LOG.read_text())
+    log = tmp_path / "trained.json"
+    monkeypatch.setattr(trained, "LOG", log)
+    log.write_text(json.dumps({**real, "model_config": {**real["model_config"], "activation": "relu"}}))
+    with pytest.raises(ValueError, match="trained.json.*model_config.activation: 'relu'"):
+        trained.load()
+    assert trained.status() == "altered"
+    log.write_text(json.dumps(real)[:500])
+    with pytest.raises(ValueError, match="trained.json.*not readable JSON"):
+        trained.load()
+    assert trained.status() == "altered"
+    log.write_text(json.dumps(real))
+    assert trained.status() == "current" and trained.load() is not None
+
+
 def test_the_shipped_model_beats_both_baselines(models, es):
     m, u = models
     ids = torch.from_numpy(es["prose_ids"][:16].astype(np.int64))

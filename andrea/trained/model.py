@@ -78,10 +78,39 @@ def key() -> str:
 
 
 def status() -> str:
-    """ "current", "missing" or "stale" (the log's key is not this code's)."""
+    """ "current", "missing", "stale" (the log's key is not this code's) or "altered" (the log cannot be
+    read, or its configs are not the ones its key stands for: ``check_log``)."""
     if not LOG.is_file() or not WEIGHTS.is_file():
         return "missing"
-    return "current" if log().get("key") == key() else "stale"
+    try:
+        blob = check_log()
+    except ValueError:
+        return "altered"
+    return "current" if blob.get("key") == key() else "stale"
+
+
+def check_log() -> dict:
+    """The log, after checking that it is readable and that its model and training configs are the ones
+    this code trains (``CONFIG``, ``TRAIN``: what ``key`` covers). A log edited by hand (another
+    activation, say) would otherwise build another model from the same weights; ValueError naming the
+    file and the fields that differ."""
+    blob = log()
+    changes = []
+    for name, want in (("model_config", CONFIG.to_dict()), ("train_config", asdict(TRAIN))):
+        got = blob.get(name)
+        if not isinstance(got, dict):
+            changes.append(f"{name} missing")
+            continue
+        changes += [
+            f"{name}.{k}: {got.get(k, '(absent)')!r} (log) vs {v!r} (code)" for k, v in want.items() if got.get(k) != v
+        ]
+        changes += [f"{name}.{k}: unknown field" for k in got if k not in want]
+    if changes:
+        raise ValueError(
+            f"{str(LOG)!r} does not describe the model its key stands for ({'; '.join(changes[:4])}): "
+            "restore it from git (git checkout -- andrea/results/trained) or run `make experiments`"
+        )
+    return blob
 
 
 def baselines(data) -> dict:
@@ -115,7 +144,16 @@ def export(model: Andrea, path: Optional[Path] = None) -> str:
 def log() -> dict:
     if not LOG.is_file():
         raise NotShipped(f"no trained model's log at {str(LOG)!r}: run `make experiments` to train it")
-    return json.loads(LOG.read_text(encoding="utf-8"))
+    try:
+        blob = json.loads(LOG.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ValueError(
+            f"{str(LOG)!r} is not readable JSON ({type(e).__name__}): restore it from git "
+            "(git checkout -- andrea/results/trained) or run `make experiments`"
+        ) from None
+    if not isinstance(blob, dict) or "weights_sha256" not in blob:
+        raise ValueError(f"{str(LOG)!r} is not the trained model's log (no weights_sha256): restore it from git")
+    return blob
 
 
 def load(path: Optional[Path] = None) -> Andrea:
@@ -126,11 +164,15 @@ def load(path: Optional[Path] = None) -> Andrea:
     if not path.is_file():
         raise NotShipped(f"no trained weights at {str(path)!r}: run `make experiments` to train them")
     blob = path.read_bytes()
-    want = log()["weights_sha256"]
+    want = check_log()["weights_sha256"]
     got = hashlib.sha256(blob).hexdigest()
     if got != want:
         raise ValueError(f"{str(path)!r} has SHA-256 {got[:12]}…, the log says {want[:12]}…: the file was altered")
     cfg = AndreaConfig(**log()["model_config"])
+    n = int.from_bytes(blob[:8], "little")  # safetensors: a header length, then a JSON header
+    inside = json.loads(json.loads(blob[8 : 8 + n]).get("__metadata__", {}).get("config", "null"))
+    if inside != cfg.to_dict():  # the config written inside the hashed weights file
+        raise ValueError(f"{str(path)!r} was written for another model config than its log's: {inside}")
     model = Andrea(cfg)
     state = {k: v.float() for k, v in st_load(blob).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -155,7 +197,7 @@ def write_eval_set() -> Path:
 def untrained() -> Andrea:
     """The same model at initialisation (the training run's seed): the control of every measurement."""
     torch.manual_seed(TRAIN.seed)
-    return Andrea(AndreaConfig(**log()["model_config"])).eval()
+    return Andrea(AndreaConfig(**check_log()["model_config"])).eval()
 
 
 def probes_key() -> str:
