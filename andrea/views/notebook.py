@@ -298,6 +298,23 @@ def evidence(name: str) -> EvidenceFold:
     return EvidenceFold(evaluation.evidence(name))
 
 
+def machines_said(f: Any, unit: str = "nats") -> str:
+    """One clause for a comparison whose label depends on the machine (``evaluation.Finding``): each
+    machine's label and mean difference, e.g. "confirmed on the runs as this machine trained them
+    (+0.17 nats), inconclusive as another CPU trains them (+0.09 nats)"."""
+    e = f.emulated
+    if e is None or f.native is None:
+        raise ValueError(f"{f.decision.what!r} has no second machine's reading")
+
+    def mean(v) -> str:
+        return f" ({v.interval.mean:+.2f} {unit})" if v.interval is not None else ""
+
+    return (
+        f"{f.native.label} on the runs as this machine trained them{mean(f.native)}, "
+        f"{e.verdict.label} as another CPU trains them{mean(e.verdict)}"
+    )
+
+
 def _grid_file(name: str) -> str:
     """The file that declares grid ``name`` (e.g. ``andrea/evidence/grids/ch1.py``)."""
     from ..evidence.grids import GRIDS
