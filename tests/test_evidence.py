@@ -105,3 +105,16 @@ def test_every_deciding_arm_has_five_fresh_seeds_or_its_grid_says_why():
                 continue
             seeds = d.seeds or sorted({c.label["seed"] for c in g.cells if store.pick([c.label], **d.arm)})
             assert len(seeds) >= 5 or name == "app_layerscale_kind", (name, d.what, seeds)
+
+
+def test_a_declared_grid_has_no_results_yet_and_fresh_seeds():
+    """A grid in DECLARED has its rule committed before its runs: it has no stored results (once it has,
+    it moves to GRIDS), and none of its deciding seeds ran in the stored grid it repeats."""
+    assert not set(grids.DECLARED) & set(grids.GRIDS)
+    for name in grids.DECLARED:
+        g = grids.grid(name)
+        assert not store.path(name).exists(), f"{name} has results: move it from DECLARED to GRIDS"
+        assert g.decisions and g.declared == "before the runs"
+        stored_seeds = {c.label["seed"] for n in grids.GRIDS for c in grids.grid(n).cells if n in name}
+        for d in g.decisions:
+            assert d.seeds and not set(d.seeds) & stored_seeds, (name, d.what, d.seeds)
