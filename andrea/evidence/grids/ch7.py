@@ -224,3 +224,54 @@ def ch7_layerscale_round2() -> store.Grid:
         rule="every",
         decisions=tuple(decisions),
     )
+
+
+def ch7_deep_80() -> store.Grid:
+    """The source's depth: 80 blocks of width 32 for 800 steps, the plain post-norm stack and ANDREA's
+    recipe, five seeds each; 2-block stacks calibrate the level within this budget."""
+    deep = replace(BASE, d_model=32, n_head=2, n_layer=80)
+    t = replace(BASE_TRAIN, steps=800, seq_len=32, warmup=0, eval_every=100)
+    arms = {  # regime: (model, train)
+        "plain post-norm, Xavier init, no warmup": (replace(deep, norm="post", init="xavier"), t),
+        "ANDREA's recipe: pre-norm, GPT-2 init, warmup": (deep, replace(t, warmup=40)),
+        "baseline: 2 blocks, ANDREA's recipe": (replace(deep, n_layer=2), replace(t, warmup=40)),
+    }
+    cells = [
+        _cell({"regime": regime, "lr": 1e-3, "seed": seed}, m, replace(tr, lr=1e-3, seed=seed))
+        for regime, (m, tr) in arms.items()
+        for seed in CONFIRM_CH7
+    ]
+    learned = {"field": "gain_over_unigram", "test": "level", "level": 0.3, "seeds": CONFIRM_CH7}
+    return store.Grid(
+        "ch7_deep_80",
+        "80-block stacks (width 32) trained from scratch: the plain post-norm stack and ANDREA's recipe",
+        "Declared before any of these runs. The source says a transformer of about 80 layers trained from "
+        "scratch does not converge. At 80 blocks of width 32 and 800 steps (lr 1e-3), a stack that fails ends "
+        "less than 0.3 nats below the unigram entropy: predicted for the plain post-norm stack (Xavier init, no "
+        "warmup) and, if the claim holds for any recipe, for ANDREA's (pre-norm, GPT-2 init, warmup). A "
+        "2-block stack with ANDREA's recipe must end more than 0.3 nats below it, or the level cannot be "
+        "reached in this budget and nothing is decided.",
+        tuple(cells),
+        rule="every",
+        decisions=(
+            store.Decision(
+                "2 blocks learn beyond the unigram entropy (by 0.3 nats) in 800 steps",
+                arm={"regime": "baseline: 2 blocks, ANDREA's recipe"},
+                predicted="positive",
+                role="calibration",
+                **learned,
+            ),
+            *(
+                store.Decision(
+                    f"80 blocks, {regime}: ends within 0.3 nats of the unigram entropy",
+                    arm={"regime": regime},
+                    predicted="negative",
+                    **learned,
+                )
+                for regime in (
+                    "plain post-norm, Xavier init, no warmup",
+                    "ANDREA's recipe: pre-norm, GPT-2 init, warmup",
+                )
+            ),
+        ),
+    )
