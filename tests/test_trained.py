@@ -61,6 +61,21 @@ def test_a_log_edited_or_damaged_by_hand_is_refused_by_name(tmp_path, monkeypatc
     assert trained.status() == "current" and trained.load() is not None
 
 
+def test_an_altered_evaluation_set_is_refused_by_name(tmp_path, monkeypatch):
+    """The held-out windows and the probes' labels are checked against the SHA-256 in the log: altered
+    labels, or a truncated file, are refused naming the file (they were read as they were)."""
+    data = bytearray(trained.EVAL.read_bytes())
+    bad = tmp_path / "eval.npz"
+    monkeypatch.setattr(trained, "EVAL", bad)
+    for broken in (bytes(data[: len(data) // 2]), bytes(data[:-1]) + bytes([data[-1] ^ 1])):
+        bad.write_bytes(broken)
+        with pytest.raises(ValueError, match="eval.npz.*altered"):
+            trained.eval_set()
+    bad.unlink()
+    with pytest.raises(trained.NotShipped, match="eval.npz"):
+        trained.eval_set()
+
+
 def test_the_shipped_model_beats_both_baselines(models, es):
     m, u = models
     ids = torch.from_numpy(es["prose_ids"][:16].astype(np.int64))

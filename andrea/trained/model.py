@@ -183,6 +183,17 @@ def load(path: Optional[Path] = None) -> Andrea:
 
 def eval_set() -> dict:
     """The shipped held-out windows and the probes' labels (``probes.make_eval_set``)."""
+    want = check_log().get("eval_sha256")
+    try:
+        blob = EVAL.read_bytes()
+    except FileNotFoundError:
+        raise NotShipped(f"no evaluation set at {str(EVAL)!r}: restore it from git or run `make experiments`") from None
+    got = hashlib.sha256(blob).hexdigest()
+    if want is None or got != want:
+        raise ValueError(
+            f"{str(EVAL)!r} has SHA-256 {got[:12]}…, the log says {str(want)[:12]}…: the held-out windows or "
+            "their labels were altered; restore it from git (git checkout -- andrea/results/trained)"
+        )
     return probes.load_eval_set(EVAL)
 
 
@@ -282,6 +293,7 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
     model = result.model.eval()
     sha = export(model)
     write_eval_set()
+    eval_sha = hashlib.sha256(EVAL.read_bytes()).hexdigest()
     h = result.history
     blob = {
         "key": key(),
@@ -304,6 +316,7 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
         "baselines": baselines(data),
         "weights_sha256": sha,
         "weights_dtype": "float16",
+        "eval_sha256": eval_sha,  # the held-out windows and the probes' labels (eval_set checks it)
     }
     atomic_write_text(LOG, json.dumps(blob, indent=1) + "\n")
     return blob
