@@ -240,3 +240,23 @@ def test_missing_corpus_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("ANDREA_DOCS", str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="python3.11-doc"):
         corpus.docs_root()
+
+
+def test_a_retrain_resumes_only_its_own_unfinished_run(tmp_path, capsys):
+    """A second retrain into the same folder is no dead end: a finished run, or one made by other code,
+    is moved aside with a message and a fresh run starts; an unfinished run of this code resumes."""
+    from andrea import Andrea, AndreaConfig
+
+    out = tmp_path / "trained"
+    assert trained.prepare_run_dir(out) is False and (out / "KEY").read_text().strip() == trained.key()
+    tiny = Andrea(AndreaConfig(vocab_size=16, context_length=8, d_model=8, n_head=2, n_layer=1))
+    tiny.save(out / "last.pt", extra={"step": 100})
+    assert trained.prepare_run_dir(out) is True  # ours, unfinished: resume
+    tiny.save(out / "last.pt", extra={"step": trained.TRAIN.steps})
+    assert trained.prepare_run_dir(out) is False  # finished: moved aside
+    assert "it finished" in capsys.readouterr().out and not (out / "last.pt").exists()
+    moved = [p for p in tmp_path.iterdir() if p.name.startswith("trained.")]  # the finished run
+    assert len(moved) == 1 and (moved[0] / "last.pt").is_file()
+    tiny.save(out / "last.pt", extra={"step": 100})
+    (out / "KEY").write_text("other-code\n")
+    assert trained.prepare_run_dir(out) is False and "other code" in capsys.readouterr().out

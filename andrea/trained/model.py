@@ -284,7 +284,7 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
     docs = corpus.manual_docs()
     data = corpus.token_data(docs)
     out_dir = Path(out_dir)
-    resume = (out_dir / "last.pt").is_file()
+    resume = prepare_run_dir(out_dir)
     t0 = time.perf_counter()
     result = train(CONFIG, TRAIN, data, device="cpu", out_dir=out_dir, resume=resume, progress=progress)
     seconds = time.perf_counter() - t0
@@ -320,6 +320,41 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
     }
     atomic_write_text(LOG, json.dumps(blob, indent=1) + "\n")
     return blob
+
+
+def prepare_run_dir(out_dir: Path) -> bool:
+    """Whether ``retrain`` resumes the run in ``out_dir``: only a run of this very code and configs
+    (the folder's ``KEY`` file, written when it started, is ``key()``) that has not finished. A finished
+    run, or another code's, is moved aside to ``<out_dir>.<time>`` (and said so), and a fresh run starts."""
+    from ..model.transformer import read_checkpoint
+
+    ckpt, stamp = out_dir / "last.pt", out_dir / "KEY"
+    if ckpt.is_file():
+        theirs = stamp.read_text(encoding="utf-8").strip() if stamp.is_file() else None
+        try:
+            step = int(read_checkpoint(ckpt)["extra"].get("step", -1))
+        except (ValueError, OSError, TypeError):
+            step = -1
+        why = (
+            "it was made by other code or configs"
+            if theirs != key()
+            else f"it finished (step {step} of {TRAIN.steps})"
+            if step >= TRAIN.steps
+            else "its checkpoint cannot be read"
+            if step < 0
+            else ""
+        )
+        if not why:
+            return True
+        aside = out_dir.with_name(f"{out_dir.name}.{time.strftime('%Y%m%d-%H%M%S')}")
+        k = 1
+        while aside.exists():  # two in one second
+            aside, k = out_dir.with_name(f"{out_dir.name}.{time.strftime('%Y%m%d-%H%M%S')}-{k}"), k + 1
+        out_dir.rename(aside)
+        print(f"retrain: moved the run in {str(out_dir)!r} aside to {str(aside)!r} ({why}); starting afresh")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(stamp, key() + "\n")
+    return False
 
 
 class OtherCorpus(ValueError):
