@@ -288,8 +288,17 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
     t0 = time.perf_counter()
     result = train(CONFIG, TRAIN, data, device="cpu", out_dir=out_dir, resume=resume, progress=progress)
     seconds = time.perf_counter() - t0
-    if result.interrupted or result.diverged:
-        raise RuntimeError(f"training stopped early (interrupted={result.interrupted}, diverged={result.diverged})")
+    if result.interrupted:
+        raise Interrupted(
+            f"retrain: stopped by {result.signal} at step {result.steps_done} of {TRAIN.steps}; the checkpoint "
+            f"{str(out_dir / 'last.pt')!r} was saved, and running `python -m andrea.trained.model` (or `make "
+            "experiments`) again resumes it from there"
+        )
+    if result.diverged:
+        raise RuntimeError(
+            f"retrain: training diverged at step {result.diverged_at} (non-finite loss or gradient); nothing was "
+            "published: the shipped model is unchanged"
+        )
     model = result.model.eval()
     sha = export(model)
     write_eval_set()
@@ -357,6 +366,10 @@ def prepare_run_dir(out_dir: Path) -> bool:
     return False
 
 
+class Interrupted(RuntimeError):
+    """A retrain stopped by a signal, with its checkpoint saved: running it again resumes."""
+
+
 class OtherCorpus(ValueError):
     """The installed manuals are not the text the shipped model was trained on."""
 
@@ -394,7 +407,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         t0 = time.perf_counter()
         print(f"wrote {write_probes()} ({time.perf_counter() - t0:.0f} s)")
         return 0
-    blob = retrain()
+    try:
+        blob = retrain()
+    except Interrupted as e:
+        print(e, file=sys.stderr)
+        return 130
     write_probes()
     h = blob["history"]
     print(

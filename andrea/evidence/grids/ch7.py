@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from .. import store
 from .base import BASE, BASE_TRAIN, _cell
@@ -241,7 +242,7 @@ def ch7_deep_80() -> store.Grid:
         for regime, (m, tr) in arms.items()
         for seed in CONFIRM_CH7
     ]
-    learned = {"field": "gain_over_unigram", "test": "level", "level": 0.3, "seeds": CONFIRM_CH7}
+    learned: dict[str, Any] = {"field": "gain_over_unigram", "test": "level", "level": 0.3, "seeds": CONFIRM_CH7}
     return store.Grid(
         "ch7_deep_80",
         "80-block stacks (width 32) trained from scratch: the plain post-norm stack and ANDREA's recipe",
