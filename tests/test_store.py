@@ -89,7 +89,11 @@ def test_a_sample_of_deciding_runs_reproduces_in_full_natively_and_on_portable_k
     [c] = r["cells"]
     m, e = c["margin"], c.get("emulated", {})
     if m["kind"] == "interval":
-        room = f"verdict {m['label']}, {m['distance']:.4f} from flipping"
+        room = (
+            f"verdict {m['label']}, {m['distance']:.4f} from flipping"
+            if m["distance"] is not None
+            else f"verdict {m['label']} (a deciding run diverged)"
+        )
     else:
         room = f"an event count ({m['events']} of {m['runs']} runs)"
     print(
@@ -250,10 +254,13 @@ def _with_copies(g, real, rule, shift=0.0):
     ``shift`` in the arms LayerScale is on) made under ``rule``."""
     import copy
 
+    from andrea.evidence import emulate
+
     for i in g.decision_cells():
         c = real["cells"][i]
         c["result"]["rule"] = rule
         c["emulated"] = {**copy.deepcopy(c["result"]), "rule": rule, "cpu": "emulated, DEFAULT"}
+        c["emulated"]["emulation"] = emulate.procedure_hash()
         if c["label"].get("layerscale") not in (None, "off"):
             c["emulated"]["final_val_loss"] += shift
 
@@ -295,7 +302,8 @@ def test_a_changed_rule_marks_the_verdicts_and_trains_nothing(tmp_path, monkeypa
     g = grids.grid("ch2_norm_lr")
     real = json.loads(store.path(g.name).read_text())
     monkeypatch.setattr(store, "RESULTS", tmp_path)
-    _with_copies(g, real, g.rule_hash())
+    made_under = g.rule_hash()
+    _with_copies(g, real, made_under)
     _write(g.name, real)
     assert evaluation.evidence(g.name).rule_status == store.BEFORE
     real_hash = store.source_hash
@@ -316,7 +324,8 @@ def test_a_changed_rule_marks_the_verdicts_and_trains_nothing(tmp_path, monkeypa
         m.setattr(emulate, "start", no_training)
         m.setattr(store, "ProcessPoolExecutor", no_training)
         store.run(g, 1)  # rewrites the file: every run, both machines, reused
-        assert "emulated" in json.loads(store.path(g.name).read_text())["cells"][g.decision_cells()[0]]
+        after = json.loads(store.path(g.name).read_text())["cells"][g.decision_cells()[0]]
+        assert "emulated" in after and after["result"]["rule"] == made_under  # the stamp it was made under
         capsys.readouterr()
         experiments.main(["--list", g.name])
         assert "rule changed after its runs" in capsys.readouterr().out

@@ -165,7 +165,7 @@ def test_two_machines_agree_or_the_label_says_it_depends_on_the_machine():
     assert V.agree(yes, None) is yes  # no second reading stored yet: the native one
     both = V.agree(yes, maybe)
     assert both.label == V.MACHINE == "depends on the machine"
-    assert "confirmed on this machine" in both.reason and "inconclusive on another CPU" in both.reason
+    assert "confirmed on this machine" in both.reason and "inconclusive on the emulated second CPU" in both.reason
     assert "native reason" in both.reason and "emulated reason" in both.reason
 
 
@@ -174,3 +174,13 @@ def test_no_verdict_function_takes_a_kernel_tolerance():
 
     for f in (V.compare, V.equivalent, V.interval):
         assert not any("kernel" in p or "extra" in p for p in inspect.signature(f).parameters), f
+
+
+def test_a_regime_without_p_values_still_counts_in_holms_family():
+    """A regime made inconclusive by a diverged run has no p-value; it must not shrink the family and so
+    lower the bar for the others."""
+    weak = V.Verdict("confirmed", "w", p=0.02, p_opposite=0.98)  # two-sided 0.04: passes alone
+    diverged = V.Verdict("inconclusive", "a run diverged")
+    assert V.decide({"w": weak})[0].label == "confirmed"
+    claim, per = V.decide({"w": weak, "d": diverged}, rule="some")
+    assert per["w"].label == "inconclusive" and per["d"].label == "inconclusive"  # 0.04 x 2 > 0.05

@@ -54,15 +54,15 @@ def start(cell) -> subprocess.Popen:
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(cell.spec()))
     proc.stdin.close()
+    proc.stdin = None  # closed: communicate() must not write to it
     return proc
 
 
 def finish(proc: subprocess.Popen, cell) -> dict:
     """The result of a ``start``ed run, once it has finished (RuntimeError with the child's last words
     if it failed)."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out, err = proc.stdout.read(), proc.stderr.read()
-    if proc.wait() != 0:
+    out, err = proc.communicate()  # both pipes at once: a child that fills one cannot block
+    if proc.returncode != 0:
         raise RuntimeError(f"the emulated run of {cell.label} failed: {err.strip()[-500:]}")
     return json.loads(out.strip().splitlines()[-1])
 
@@ -74,7 +74,9 @@ def _cache(cell, code: str) -> Path:
 def cached(cell, code: str) -> Optional[dict]:
     """The emulated run of ``cell`` cached by this code (``store.code_hash()``) and procedure, or None."""
     blob = read_cached(_cache(cell, code), code)
-    return None if blob is None else json.loads(blob)
+    if blob is None:
+        return None
+    return {"emulation": procedure_hash(), **json.loads(blob)}  # the cache's name carries the procedure
 
 
 def run_one(cell, code: str, rule: Optional[str] = None) -> dict:
@@ -83,7 +85,7 @@ def run_one(cell, code: str, rule: Optional[str] = None) -> dict:
     hit = cached(cell, code)
     if hit is not None:
         return hit
-    row = {**finish(start(cell), cell), "rule": rule}
+    row = {**finish(start(cell), cell), "rule": rule, "emulation": procedure_hash()}
     write_cached(_cache(cell, code), json.dumps(row).encode(), code)
     return row
 

@@ -222,10 +222,13 @@ def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict
     if decision.test in ("fisher", "every"):
         return {"kind": "count", "events": sum(bool(_stat(r, decision)) for r in arm), "runs": len(arm)}
     if decision.test == "level":
-        d = [_stat(r, decision) - decision.level for r in arm]
+        pairs = [(_stat(r, decision), decision.level) for r in arm]
     else:
         other = {r["seed"]: _stat(r, decision) for r in sel(decision.against)}
-        d = [_stat(r, decision) - other[r["seed"]] for r in arm]
+        pairs = [(_stat(r, decision), other[r["seed"]]) for r in arm]
+    if any(a is None or b is None for a, b in pairs):  # a diverged run: the verdict is inconclusive
+        return {"kind": "interval", "label": "inconclusive", "distance": None, "n": len(pairs), "diverged": True}
+    d = [a - b for a, b in pairs]
     return {
         "kind": "interval",
         "label": verdict.compare(d, decision.predicted).label,
@@ -234,19 +237,47 @@ def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict
     }
 
 
+def _gaps(blob: dict, label: Optional[dict] = None) -> list[float]:
+    """|native - emulated| final validation loss of the stored pairs of ``blob`` (those whose label
+    matches ``label`` in every key given; both finite)."""
+    gaps = []
+    for c in blob["cells"]:
+        if "emulated" not in c or any(c["label"].get(k) != v for k, v in (label or {}).items()):
+            continue
+        a, b = c["result"]["final_val_loss"], c["emulated"]["final_val_loss"]
+        if a is not None and b is not None:
+            gaps.append(abs(a - b))
+    return gaps
+
+
 def arm_spread(grid: Grid, blob: dict, i: int) -> Optional[float]:
     """How far a change of CPU moved the final validation loss of the runs of cell ``i``'s arm (the cells
     whose label differs from it only in the seed): the largest |native - emulated| over the arm's stored
     pairs, or None if none of them has an emulated copy yet (or a pair has no final loss: a divergence)."""
     label = {k: v for k, v in grid.cells[i].label.items() if k != "seed"}
-    gaps = []
-    for c in blob["cells"]:
-        if "emulated" not in c or any(c["label"].get(k) != v for k, v in label.items()):
-            continue
-        a, b = c["result"]["final_val_loss"], c["emulated"]["final_val_loss"]
-        if a is not None and b is not None:
-            gaps.append(abs(a - b))
+    gaps = _gaps(blob, label)
     return max(gaps) if gaps else None
+
+
+def spread_for(grid: Grid, blob: dict, i: int) -> tuple[Optional[float], str]:
+    """(spread, where it was measured): the arm's (``arm_spread``); for an arm without stored pairs yet,
+    the largest over the grid's pairs; for a grid without any, the largest over every stored grid's pairs;
+    (None, "none") where nothing is stored yet."""
+    s = arm_spread(grid, blob, i)
+    if s is not None:
+        return s, "arm"
+    gaps = _gaps(blob)
+    if gaps:
+        return max(gaps), "grid"
+    from .grids import GRIDS
+
+    every = []
+    for name in GRIDS:
+        try:
+            every += _gaps(load(GRIDS[name](), check_key=False))
+        except (ValueError, OSError):
+            continue
+    return (max(every), "all grids") if every else (None, "none")
 
 
 def final_tolerance(spread: Optional[float], same_cpu: bool, kind: str = "interval") -> Optional[float]:
@@ -258,7 +289,9 @@ def final_tolerance(spread: Optional[float], same_cpu: bool, kind: str = "interv
     show the same event as the stored run (its final loss is not what the verdict reads). Measured: a run
     of chapter 7's unstable regime (pre-norm, plain init, no warmup, lr 3e-3), stored by an earlier
     session's Intel Xeon, re-ran identically for 27 steps on an AMD EPYC (AVX-512) and ended 0.019 nats
-    apart; a run of chapter 2's no-normalisation arm at lr 1e-2 ended 0.043 apart there."""
+    apart; a run of chapter 2's no-normalisation arm at lr 1e-2 ended 0.043 apart there. ``reproduce``
+    passes ``spread_for``: the arm's spread, or, before the arm has stored pairs, the grid's or all grids'
+    largest, so that a check on another CPU always compares the final loss."""
     if same_cpu:
         return TOLERANCE["final_val_loss"]
     if kind == "count" or spread is None:
@@ -321,14 +354,14 @@ def reproduce(grid: Grid, emulate: bool = True, only: Optional[Sequence[int]] = 
                 background.wait()
             raise
         m = margin(grid, dec, rs)
-        spread = arm_spread(grid, blob, i)
+        spread, where = spread_for(grid, blob, i)
         same_cpu = stored.get("cpu") == cpu_identity()
         native = _check(
             problems, cell, dec, "native", stored, fresh, final_tolerance(spread, same_cpu, m["kind"]), same_cpu
         )
         native["identical"] = native["early_loss"] == 0 and native["final_val_loss"] in (0, 0.0, None)
         row = {"what": dec.what, "label": cell.label, "native": native, "seconds": fresh["seconds"], "margin": m}
-        row["spread"] = spread
+        row["spread"], row["spread_from"] = spread, where
         if background is not None:
             emu = finish_emulated(background, cell)
             twin = blob["cells"][i].get("emulated", stored)

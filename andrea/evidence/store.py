@@ -226,7 +226,7 @@ class Grid:
 
 
 # The modules whose code turns stored runs into verdicts (part of every grid's rule_hash).
-RULE_MODULES = ("evidence.verdict", "evidence.evaluation", "measure.runstats")
+RULE_MODULES = ("evidence.verdict", "evidence.rule", "measure.runstats")
 BEFORE = "declared before its runs"
 CHANGED = "rule changed after its runs"
 
@@ -243,12 +243,21 @@ def rule_status(grid: Grid, blob: dict) -> tuple[str, str]:
         if "emulated" in c:
             stamps.append(c["emulated"].get("rule"))
     other = [s for s in stamps if s != now]
+    stale = sum(
+        1
+        for i in grid.decision_cells()
+        if "emulated" in blob["cells"][i] and blob["cells"][i]["emulated"].get("emulation") != emulate.procedure_hash()
+    )
+    if stale:
+        other.append("emulation")
     if not other:
         return BEFORE, f"all {len(stamps)} runs it decides on were made under the rule in force (rule {now})"
     unknown = sum(s is None for s in other)
-    said = f"{len(other)} of the {len(stamps)} runs it decides on were made under another rule"
+    said = f"{len(other) - bool(stale)} of the {len(stamps)} runs it decides on were made under another rule"
     if unknown:
         said += f" ({unknown} before runs recorded their rule)"
+    if stale:
+        said += f"; {stale} emulated copies were made by another emulation than today's"
     return CHANGED, said + f"; the rule now is {now}"
 
 
@@ -352,6 +361,12 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
                 rows[futures[fut]] = fut.result()
                 pb.update(1)
     pb.close()
+    # A run re-trained (by new code, or a new torch) keeps the rule stamp its seed first got: its outcome
+    # was seen then, whatever rule is in force now (rule_status).
+    prior = _prior_stamps(grid)
+    for i in todo:
+        if grid.cells[i].key() in prior:
+            rows[i] = {**rows[i], "rule": prior[grid.cells[i].key()]}
     trained = bool(todo)
     emu: dict = {
         i: stored[c.key()]["emulated"] for i, c in enumerate(grid.cells) if "emulated" in stored.get(c.key(), {})
@@ -370,6 +385,8 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
             emu[need[j]] = row
         pb.close()
         trained = trained or bool(need)
+    # an emulated copy shows the outcome of a seed already seen in its native run: it carries that run's stamp
+    emu = {i: {**row, "rule": rows[i].get("rule")} for i, row in emu.items()}
     before = _header(grid)  # a file rewritten without a new run keeps when and where its runs were made
     blob = {
         "grid": grid.name,
@@ -415,6 +432,20 @@ def _header(grid: Grid) -> dict:
         blob = json.loads(path(grid.name).read_text())
         return {k: v for k, v in blob.items() if k != "cells"} if isinstance(blob, dict) else {}
     except (OSError, ValueError):
+        return {}
+
+
+def _prior_stamps(grid: Grid) -> dict:
+    """{cell key: the rule stamp of its run} in ``grid``'s stored file, whatever code made it (None: a run
+    stored before runs recorded their rule); {} without a readable file."""
+    try:
+        blob = json.loads(path(grid.name).read_text())
+        out = {}
+        for c in blob["cells"]:
+            spec = {k: c.get(k) for k in ("label", "model", "train", "tokenizer", "monitor")}
+            out[Cell(**spec).key()] = c.get("result", {}).get("rule")
+        return out
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
 
 

@@ -261,7 +261,9 @@ def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = 
 
     Each regime is one two-sided test (its two one-sided tests at 2.5 %: ``Verdict.p`` for the predicted
     direction, ``p_opposite`` for the other; two-sided p = 2 min(p, p_opposite)). The two-sided p-values
-    are Holm-adjusted across the regimes, one family whatever the declared direction; a regime is
+    are Holm-adjusted across the regimes, one family whatever the declared direction (a regime without
+    p-values, e.g. made inconclusive by a diverged run, keeps its label and counts in the family as a p of
+    1); a regime is
     *confirmed* if its adjusted p is below 2 ``alpha`` and it lies on the predicted side, *not
     reproduced* if it lies on the other, else *inconclusive* (a regime without p-values keeps the label
     it has). Then, by the declared ``rule``:
@@ -281,7 +283,9 @@ def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = 
     keys = list(verdicts)
     tested = [k for k in keys if verdicts[k].p is not None and verdicts[k].p_opposite is not None]
     two_sided = [min(1.0, 2 * min(float(verdicts[k].p), float(verdicts[k].p_opposite))) for k in tested]  # type: ignore[arg-type]
-    adjusted = dict(zip(tested, holm(two_sided)))
+    # the family is every deciding regime: one without p-values (a diverged run made it inconclusive)
+    # still counts, as a p of 1, so that it cannot make the others' bar lower
+    adjusted = dict(zip(tested, holm(two_sided + [1.0] * (len(keys) - len(tested)))))
     corrected = {}
     for k in keys:
         v = verdicts[k]
@@ -292,9 +296,9 @@ def decide(verdicts: Mapping[str, Verdict], rule: str = "every", alpha: float = 
         label = "inconclusive"
         if adjusted[k] < 2 * alpha:
             label = "confirmed" if predicted_side else "not reproduced"
-        note = "" if len(tested) == 1 else f" (Holm-adjusted p = {adjusted[k]:.2g})"
+        note = "" if len(keys) == 1 else f" (Holm-adjusted p = {adjusted[k]:.2g})"
         if label != v.label and v.label in ("confirmed", "not reproduced"):
-            note = f"; not decisive after Holm's correction over {len(tested)} regimes" + note
+            note = f"; not decisive after Holm's correction over {len(keys)} regimes" + note
         one_sided = adjusted[k] / 2  # after Holm, on the side the regime lies on
         p_for, p_against = (one_sided, 1 - one_sided) if predicted_side else (1 - one_sided, one_sided)
         corrected[k] = Verdict(label, v.reason + note, v.interval, p_for, p_against)
@@ -330,8 +334,8 @@ def agree(native: Verdict, emulated: Verdict | None) -> Verdict:
         return native
     return Verdict(
         MACHINE,
-        f"{native.label} on this machine's runs ({native.reason}); {emulated.label} on another CPU's "
-        f"({emulated.reason})",
+        f"{native.label} on this machine's runs ({native.reason}); {emulated.label} on the emulated second "
+        f"CPU's ({emulated.reason})",
         native.interval,
     )
 

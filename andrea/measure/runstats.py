@@ -49,6 +49,13 @@ def _gain_over_unigram(r: dict, level: Optional[float]):
     return None if v is None else r["unigram_ce"] - v
 
 
+def _failed(r: dict, level: Optional[float]) -> bool:
+    if level is None:
+        raise ValueError("the statistic 'failed' needs a level (nats below the unigram entropy)")
+    gain = _gain_over_unigram(r, level)
+    return bool(r["diverged"]) or gain is None or gain < level
+
+
 def _lambda_mean(r: dict, level: Optional[float]):
     last = r["monitor"][-1] if r.get("monitor") else None
     if not last or "lam_attn" not in last:
@@ -63,6 +70,8 @@ STATISTICS = {
     "reached_level": (_reached_level, "the 10-step mean training loss went below the level"),
     "gain_over_unigram": (_gain_over_unigram, "unigram entropy minus the final validation loss (nats)"),
     "lambda_mean": (_lambda_mean, "mean |lambda| over all blocks at the end of the run"),
+    "failed": (_failed, "diverged, or ended less than the level (nats) below the unigram entropy"),
+    "learned": (lambda r, level: not _failed(r, level), "finite, and ended the level (nats) below the unigram entropy"),
 }
 
 
