@@ -1,6 +1,7 @@
 """The book's figure helpers."""
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -91,3 +92,13 @@ def _plain_png():
     fig.savefig(buf, format="png")
     plt.close(fig)
     return buf.getvalue()
+
+
+def test_a_table_takes_rows_by_column_name_and_never_prints_its_header_as_a_row():
+    from andrea.views.notebook import table
+
+    t = table([{"task": "position", "band": "early"}, {"band": "late", "task": "meaning"}], ["task", "band"])
+    assert t.rows == [["position", "early"], ["meaning", "late"]]
+    assert "<td>task</td>" not in t._repr_html_()
+    with pytest.raises(ValueError, match="lacks the columns"):
+        table([{"task": "position"}], ["task", "band"])

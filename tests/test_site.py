@@ -398,6 +398,18 @@ def test_no_paragraph_carries_more_than_three_intervals(site, path):
     assert walls == [], f"{path}: paragraphs with more than three intervals (put them in a table or the fold): {walls}"
 
 
+@pytest.mark.parametrize("path", site_pages() or ["book/intro.html"])
+def test_no_table_repeats_its_header_in_its_body(site, path):
+    """A table whose rows print the column names (a row given in a form the table did not read) is broken."""
+    html = (site / path).read_text(errors="replace")
+    for table in re.findall(r"<table[^>]*>(.*?)</table>", html, re.S):
+        head = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
+        body = table.split("</thead>", 1)[-1]
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S):
+            cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            assert not head or cells != head, f"{path}: a table's row repeats its header {head}"
+
+
 @pytest.mark.parametrize("path", sorted(TRAINING_PAGES))
 def test_training_verdicts_show_their_evidence_folded(site, path):
     """Each training verdict's page shows the declared rule's evidence in a closed fold, with its

@@ -334,10 +334,17 @@ class Table:
     book, text elsewhere; it scrolls inside its box on a narrow screen instead of overflowing."""
 
     def __init__(self, rows: list, columns: list[str], caption: str = ""):
+        out = []
         for r in rows:
+            if isinstance(r, dict):  # a row by column name: its cells in the columns' order
+                missing = [c for c in columns if c not in r]
+                if missing:
+                    raise ValueError(f"a row lacks the columns {missing}: {r}")
+                r = [r[c] for c in columns]
             if len(r) != len(columns):
                 raise ValueError(f"a row has {len(r)} cells, the table has {len(columns)} columns: {r}")
-        self.rows, self.columns, self.caption = rows, columns, caption
+            out.append(list(r))
+        self.rows, self.columns, self.caption = out, columns, caption
 
     def _repr_html_(self) -> str:
         e = html.escape
@@ -355,5 +362,5 @@ class Table:
 
 
 def table(rows: list, columns: list[str], caption: str = "") -> Table:
-    """Display ``rows`` (lists of cells) under ``columns`` as a table."""
+    """Display ``rows`` (lists of cells, or dicts by column name) under ``columns`` as a table."""
     return Table(rows, columns, caption)
