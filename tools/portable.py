@@ -151,7 +151,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
         "exact": (
             "calib_words claim_verdict cos50_plain cos96_gpt2 cos96_ls cos96_plain lam_fold lam_grad0 "
             "lam_max_end lam_share move18 move_without48 rescue_words rms_growth_gpt2 rms_growth_ls "
-            "rms_growth_plain round1_verdict round1_words same_words scope_words small_lam two_words "
+            "rms_growth_plain round1_verdict round1_words rule_words same_words scope_words small_lam two_words "
             "w_grad0 tr_*"
         ),
         # a relative move of 2e-07 per block: three float32 units (float64 reads 1.99e-07)
