@@ -77,3 +77,90 @@ def ch3_warmup() -> store.Grid:
             ),
         ),
     )
+
+
+# Round 2: the budget at which the warmed-up arm can leave the plateau. The warmup stays a quarter of the
+# schedule (round 1's proportion, 100 of 400 steps: five times the memory of AdamW's second moment at
+# that budget), so that only the length of training changes between the two budgets.
+ROUND2_BUDGETS = (400, 1600)
+WARMUP_SHARE = 0.25
+ROUND2_SEEDS = (11, 12, 13, 14, 15)  # fresh: round 1 ran seeds 0-10
+
+
+def ch3_warmup_round2() -> store.Grid:
+    """Declared before its runs, after a review of round 1: a calibration on the warmed-up arm (it must
+    leave the plateau within the budget), a budget four times longer, fresh seeds, an escape count beside
+    the paired loss test, and the pre-norm control where the exploration showed the largest warmup effect
+    (GPT-2 init, lr 3e-3)."""
+    cells = []
+    arms = [("post", "xavier", lr) for lr in (1e-3, 2e-3)] + [("pre", "gpt2", 3e-3)]
+    for steps in ROUND2_BUDGETS:
+        for norm, init, lr in arms:
+            for warmup in (0, int(WARMUP_SHARE * steps)):
+                for seed in ROUND2_SEEDS:
+                    cells.append(
+                        _cell(
+                            {"init": init, "lr": lr, "norm": norm, "budget": steps, "warmup": warmup, "seed": seed},
+                            replace(BASE, norm=norm, init=init),
+                            replace(BASE_TRAIN, steps=steps, lr=lr, warmup=warmup, seed=seed, eval_every=steps // 8),
+                        )
+                    )
+    decisions: list[store.Decision] = []
+    for steps in ROUND2_BUDGETS:
+        warm = int(WARMUP_SHARE * steps)
+        for lr in (1e-3, 2e-3):
+            post = {"init": "xavier", "norm": "post", "lr": lr, "budget": steps}
+            regime = f"post-norm, Xavier init, lr {lr:g}, {steps} steps"
+            decisions += [
+                store.Decision(
+                    f"with warmup, post-norm leaves the plateau within {steps} steps (lr {lr:g}, every run)",
+                    arm={**post, "warmup": warm},
+                    field="escaped",
+                    test="every",
+                    role="calibration",
+                    seeds=ROUND2_SEEDS,
+                    calibrates=regime,
+                ),
+                store.Decision(
+                    regime,
+                    arm={**post, "warmup": 0},
+                    against={**post, "warmup": warm},
+                    predicted="positive",
+                    seeds=ROUND2_SEEDS,
+                ),
+                store.Decision(
+                    f"runs that leave the plateau, with warmup against without ({regime})",
+                    arm={**post, "warmup": warm},
+                    against={**post, "warmup": 0},
+                    field="escaped",
+                    test="fisher",
+                    role="control",
+                    seeds=ROUND2_SEEDS,
+                ),
+            ]
+        pre = {"init": "gpt2", "norm": "pre", "lr": 3e-3, "budget": steps}
+        decisions.append(
+            store.Decision(
+                f"pre-norm at GPT-2 init, lr 0.003, {steps} steps: with and without warmup within ±0.05 nats",
+                arm={**pre, "warmup": 0},
+                against={**pre, "warmup": warm},
+                test="equivalence",
+                margin=0.05,
+                role="control",
+                seeds=ROUND2_SEEDS,
+            )
+        )
+    return store.Grid(
+        "ch3_warmup_round2",
+        "Chapter 3's test, round 2: post-norm with and without warmup at two budgets, on fresh seeds",
+        "Declared before any of these runs, after a review of round 1. Post-norm needs warmup: at Xavier init "
+        "and lr 1e-3 or 2e-3, post-norm without warmup ends at a higher validation loss than with a warmup of a "
+        "quarter of the schedule, decided at 400 and at 1600 steps wherever the warmed-up arm leaves the "
+        "plateau in every run within the budget (its calibration). Reported beside it: how many runs leave "
+        "the plateau with and without warmup (Fisher's exact test), and whether pre-norm at GPT-2 init and "
+        "lr 3e-3, where round 1's exploration saw its largest warmup effect, ends within 0.05 nats with and "
+        "without warmup, at both budgets.",
+        tuple(cells),
+        rule="some",
+        decisions=tuple(decisions),
+    )
