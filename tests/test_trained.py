@@ -260,3 +260,46 @@ def test_a_retrain_resumes_only_its_own_unfinished_run(tmp_path, capsys):
     tiny.save(out / "last.pt", extra={"step": 100})
     (out / "KEY").write_text("other-code\n")
     assert trained.prepare_run_dir(out) is False and "other code" in capsys.readouterr().out
+
+
+def test_a_kill_at_any_point_of_a_publish_leaves_a_loadable_model(tmp_path, monkeypatch):
+    """The weights, the evaluation set and the log are published as one unit (a staged folder, two
+    renames): killed at any point, the next read finds the old model or the new one, whole."""
+    import json
+    import shutil
+
+    class Killed(BaseException):
+        pass
+
+    results = tmp_path / "trained"
+    shutil.copytree(trained.RESULTS, results)
+    for name in ("WEIGHTS", "LOG", "EVAL", "PROBES"):
+        monkeypatch.setattr(trained, name, results / getattr(trained, name).name)
+    monkeypatch.setattr(trained, "RESULTS", results)
+    points = ("staged", "old moved aside", "new in place")
+    for point in points + (None,):
+        stage = trained._stage()
+        for f in results.iterdir():
+            if f.name != trained.LOG.name:
+                shutil.copy2(f, stage / f.name)
+        log = json.loads(trained.LOG.read_text())
+        (stage / trained.LOG.name).write_text(json.dumps({**log, "published": point or "whole"}))
+
+        def kill(where, point=point):
+            if where == point:
+                raise Killed(where)
+
+        monkeypatch.setattr(trained, "_kill_point", kill)
+        before = json.loads(trained.LOG.read_text()).get("published")
+        try:
+            trained.publish(stage)
+        except Killed:
+            pass
+        assert trained.load() is not None and trained.status() == "current", point
+        now = json.loads(trained.LOG.read_text()).get("published")
+        assert now in (before, point or "whole"), (point, before, now)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["trained"]  # nothing left beside it
+    assert json.loads(trained.LOG.read_text())["published"] == "whole"
+    stage = trained._stage()  # a stage without its log is never published
+    with pytest.raises(ValueError, match="incomplete"):
+        trained.publish(stage)

@@ -80,6 +80,7 @@ def key() -> str:
 def status() -> str:
     """ "current", "missing", "stale" (the log's key is not this code's) or "altered" (the log cannot be
     read, or its configs are not the ones its key stands for: ``check_log``)."""
+    recover()
     if not LOG.is_file() or not WEIGHTS.is_file():
         return "missing"
     try:
@@ -142,6 +143,7 @@ def export(model: Andrea, path: Optional[Path] = None) -> str:
 
 
 def log() -> dict:
+    recover()
     if not LOG.is_file():
         raise NotShipped(f"no trained model's log at {str(LOG)!r}: run `make experiments` to train it")
     try:
@@ -160,6 +162,7 @@ def load(path: Optional[Path] = None) -> Andrea:
     """The shipped trained model in float32, eval mode. Its SHA-256 is checked against the log."""
     from safetensors.torch import load as st_load
 
+    recover()
     path = Path(path or WEIGHTS)
     if not path.is_file():
         raise NotShipped(f"no trained weights at {str(path)!r}: run `make experiments` to train them")
@@ -198,10 +201,19 @@ def eval_set() -> dict:
 
 
 def write_eval_set() -> Path:
-    """(Re)make the evaluation set from the manuals and the standard library (needs the corpus)."""
-    from ..training.data import get_tokenizer
+    """(Re)make the evaluation set from the manuals and the standard library (needs the corpus), and
+    publish it with the shipped weights and a log that names its SHA-256."""
+    import shutil
 
-    probes.save_eval_set(probes.make_eval_set(corpus.manual_docs(), get_tokenizer("bpe")), EVAL)
+    blob = check_log()
+    stage = _stage()
+    for f in RESULTS.iterdir():
+        if f.is_file() and f.name not in (EVAL.name, LOG.name):
+            shutil.copy2(f, stage / f.name)
+    probes.save_eval_set(probes.make_eval_set(corpus.manual_docs(), _tokenizer()), stage / EVAL.name)
+    blob["eval_sha256"] = hashlib.sha256((stage / EVAL.name).read_bytes()).hexdigest()
+    atomic_write_text(stage / LOG.name, json.dumps(blob, indent=1) + "\n")
+    publish(stage)
     return EVAL
 
 
@@ -300,9 +312,10 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
             "published: the shipped model is unchanged"
         )
     model = result.model.eval()
-    sha = export(model)
-    write_eval_set()
-    eval_sha = hashlib.sha256(EVAL.read_bytes()).hexdigest()
+    stage = _stage()  # every file of the new model, written beside the shipped one, then swapped in
+    sha = export(model, stage / WEIGHTS.name)
+    probes.save_eval_set(probes.make_eval_set(docs, _tokenizer()), stage / EVAL.name)
+    eval_sha = hashlib.sha256((stage / EVAL.name).read_bytes()).hexdigest()
     h = result.history
     blob = {
         "key": key(),
@@ -327,8 +340,78 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
         "weights_dtype": "float16",
         "eval_sha256": eval_sha,  # the held-out windows and the probes' labels (eval_set checks it)
     }
-    atomic_write_text(LOG, json.dumps(blob, indent=1) + "\n")
+    atomic_write_text(stage / LOG.name, json.dumps(blob, indent=1) + "\n")  # the log last: the stage is complete
+    publish(stage)
     return blob
+
+
+# ---------------------------------------------------------------------------------------------
+# Publishing: the weights, the evaluation set and the log as one unit
+# ---------------------------------------------------------------------------------------------
+def _tokenizer():
+    from ..training.data import get_tokenizer
+
+    return get_tokenizer("bpe")
+
+
+def _stage() -> Path:
+    """An empty folder beside the shipped model's, ``<results>/trained.new``, for the next model's files."""
+    import shutil
+
+    recover()
+    stage = RESULTS.with_name(RESULTS.name + ".new")
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    return stage
+
+
+def _kill_point(where: str) -> None:
+    """A place where a publish can be killed (the tests raise here, one place at a time)."""
+
+
+def publish(stage: Path) -> None:
+    """Put the staged model (weights, evaluation set, log: the log written last) in place of the shipped
+    one by two renames: the shipped folder to ``trained.old``, the stage to ``trained``. A kill at any
+    point leaves the old model or the new one, complete: ``recover`` (run before any read) finishes or
+    undoes an interrupted swap."""
+    import shutil
+
+    if not (stage / LOG.name).is_file():
+        raise ValueError(f"{str(stage)!r} holds no log: an incomplete model is never published")
+    old = RESULTS.with_name(RESULTS.name + ".old")
+    _kill_point("staged")
+    if RESULTS.exists():
+        RESULTS.rename(old)
+    _kill_point("old moved aside")
+    stage.rename(RESULTS)
+    _kill_point("new in place")
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover() -> Optional[str]:
+    """Finish or undo a publish that was killed: with no shipped folder, the complete stage (it has its
+    log) becomes it, or else the old one comes back; leftovers beside a shipped folder are removed.
+    Returns what it did (None: nothing to do)."""
+    import shutil
+
+    new, old = RESULTS.with_name(RESULTS.name + ".new"), RESULTS.with_name(RESULTS.name + ".old")
+    did = None
+    if not RESULTS.exists():
+        if (new / LOG.name).is_file():
+            new.rename(RESULTS)
+            did = "finished an interrupted publish (the new model is in place)"
+        elif old.exists():
+            old.rename(RESULTS)
+            did = "undid an interrupted publish (the previous model is back)"
+    if RESULTS.exists():
+        for leftover in (old, new):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+                did = did or f"removed {leftover.name}, left by an interrupted publish"
+    if did:
+        print(f"andrea: {did}", file=sys.stderr)
+    return did
 
 
 def prepare_run_dir(out_dir: Path) -> bool:
