@@ -171,6 +171,12 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "words_next_token words_phrase_structure words_position words_syntax"
         ),
     },
+    "checking": {
+        "exact": (
+            "cal_label cal_words ci_words d_hi d_lo d_max d_mean d_min emu_words ln256 lower_words moved_max "
+            "n_regimes n_seeds post_label pre_label t_quantile"
+        ),
+    },
     "papers": {
         "exact": (
             "accel andrea_growth cait_dev cait_slope collapse_verdict deep_48 deepnet_reason "
