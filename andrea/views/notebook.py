@@ -230,7 +230,7 @@ class EvidenceFold:
                 if f.native is not None and f.native.label != f.verdict.label:
                     measured += f" ({f.native.label})"
                 row = (_ROLES[role], d.what, f"{len(f.seeds)} ({seeds})", measured, other, mde, test)
-                out.append(row + (f.verdict.label,))
+                out.append(row + (f.verdict.label,))  # "other": the emulated CPU's reading
         return out
 
     def rule(self) -> str:
@@ -266,10 +266,13 @@ class EvidenceFold:
     def _repr_html_(self) -> str:
         ev, e = self.ev, html.escape
         col = ClaimsTable.COLOURS[ev.verdict.label]
+
+        def cells(r) -> str:  # the emulated CPU's reading under this machine's, in one column
+            both = f"{e(r[3])}<br><span class='andrea-emulated'>emulated CPU: {e(r[4])}</span>"
+            return "".join(f"<td>{c}</td>" for c in (e(r[0]), e(r[1]), e(r[2]), both, e(r[5]), e(r[6])))
+
         body = "".join(
-            "<tr>"
-            + "".join(f"<td>{e(c)}</td>" for c in r[:-1])
-            + f"<td><b style='color:{ClaimsTable.COLOURS[r[-1]]}'>{e(r[-1])}</b></td></tr>"
+            f"<tr>{cells(r)}<td><b style='color:{ClaimsTable.COLOURS[r[-1]]}'>{e(r[-1])}</b></td></tr>"
             for r in self._rows()
         )
         return (
@@ -279,13 +282,13 @@ class EvidenceFold:
             f"<code>{e(_grid_file(ev.name))}</code>): {e(ev.prediction)}</p><p>{e(self.rule())}</p>"
             + (f"<p class='andrea-evidence-note'>{e(ev.rule_note)}.</p>" if ev.rule_note else "")
             + "<div class='andrea-evidence-scroll'><table class='evidence-table table'><thead><tr><th>Role</th>"
-            "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Emulated CPU</th><th>Detectable</th><th>Test</th>"
+            "<th>Comparison</th><th>Seeds</th><th>Measured</th><th>Detectable</th><th>Test</th>"
             f"<th>Verdict</th></tr></thead><tbody>{body}</tbody></table></div>"
             "<p class='andrea-evidence-note'>Measured: mean and 95 % interval over seeds (differences paired by "
-            "seed), in the units of the test, on the runs as this machine trained them; Emulated CPU: the same "
-            "on the runs as torch's portable kernels train them (a real second machine can differ more: on an "
-            "AMD EPYC one stored run ended 0.043 nats from its stored value, where the emulation moved it "
-            "0.007). Detectable: the smallest true effect the "
+            "seed), in the units of the test, on the runs as this machine trained them, and under it on the "
+            "emulated CPU's: the same runs as torch's portable kernels train them (a real second machine can "
+            "differ more: on an AMD EPYC one stored run ended 0.043 nats from its stored value, where the "
+            "emulation moved it 0.007). Detectable: the smallest true effect the "
             "comparison would show four times in five at this noise (for a deciding regime, at the level "
             f"Holm's correction asks of the first). All runs of the grid: {ev.seconds / 3600:.1f} core-hours.</p>"
             "</details>"
