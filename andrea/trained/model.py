@@ -159,7 +159,10 @@ def log() -> dict:
 
 
 def load(path: Optional[Path] = None) -> Andrea:
-    """The shipped trained model in float32, eval mode. Its SHA-256 is checked against the log."""
+    """The shipped trained model in float32, eval mode. Its SHA-256 is checked against the log, and the
+    log's configs against the code's (``check_log``). The hashes sit beside the files they cover: they catch
+    a damaged, truncated or swapped file and a hand edit of one file, not someone who rewrites the file and
+    its hash together (git's history is the record for that)."""
     from safetensors.torch import load as st_load
 
     recover()
