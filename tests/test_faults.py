@@ -529,3 +529,47 @@ def test_checkers_accept_in_place_answers_and_reject_mutating_cheats():
     assert X.check_rms_norm(rms_norm_in_place)
     assert not X.check_rms_norm(zeroing_cheat)
     assert X.check_rms_norm(lambda x, g, e: g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + e))
+
+
+def test_a_killed_grid_leaves_no_idle_worker_behind(tmp_path):
+    """SIGKILL runs no clean-up: the grid's worker processes must notice that their parent is gone."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import multiprocessing, os, sys, time\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from andrea.evidence.store import die_with_parent\n"
+        "ctx = multiprocessing.get_context('spawn')\n"
+        "pool = ProcessPoolExecutor(2, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))\n"
+        "list(pool.map(abs, [1, 2]))  # the workers have started\n"
+        "print(' '.join(str(p.pid) for p in pool._processes.values()), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    workers = [int(x) for x in proc.stdout.readline().split()]
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 15
+    alive = workers
+    while alive and time.time() < deadline:
+        time.sleep(0.5)
+        alive = [w for w in workers if _alive(w)]
+    assert not alive, f"workers {alive} outlived their killed parent"
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -275,6 +275,25 @@ def _cell_cache(cell: Cell) -> Path:
     return cache_dir() / "cells" / f"{cell.key()}-{code_hash()}.json"
 
 
+def die_with_parent(parent: int) -> None:
+    """(In a worker process.) End this worker when ``parent``, the process that started it, dies, even by
+    SIGKILL, which runs no clean-up: otherwise an idle worker waits for work forever. The parent's id is
+    passed in, not read here (a worker still starting when its parent dies would read its new parent's);
+    polled once a second."""
+    import threading
+
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
+
+
 def _cached_run(cell: Cell) -> Optional[dict]:
     cached = read_cached(_cell_cache(cell), code_hash())
     return None if cached is None else json.loads(cached)
@@ -355,7 +374,9 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
         if todo:
             raise StoreError(f"grid {grid.name!r}: {len(todo)} runs are neither stored nor cached")
     if todo:
-        with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            max_workers=n_workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = {pool.submit(_run_cached, grid.cells[i], rule): i for i in todo}
             for fut in as_completed(futures):
                 rows[futures[fut]] = fut.result()
