@@ -23,7 +23,13 @@ def toc_files():
 
 
 def test_toc_parts_and_files_exist():
-    assert [p["caption"] for p in TOC["parts"]] == ["Inside one block", "The stack", "Labs", "Appendix"]
+    assert [p["caption"] for p in TOC["parts"]] == [
+        "Before you start",
+        "Inside one block",
+        "The stack",
+        "Labs",
+        "Appendix",
+    ]
     for f in toc_files() + [TOC["root"]]:
         assert (ROOT / f).with_suffix(".md").exists() or (ROOT / f).with_suffix(".ipynb").exists(), f
     listed = set(toc_files())
@@ -31,7 +37,7 @@ def test_toc_parts_and_files_exist():
         assert f"book/{ch.stem}" in listed
     for lab in LABS:
         assert f"notebooks/{lab.stem}" in listed
-    assert {"book/papers", "book/notation", "book/references"} <= listed
+    assert {"book/checking", "book/papers", "book/notation", "book/references"} <= listed
 
 
 def source_text(path):
