@@ -200,7 +200,9 @@ def eval_set() -> dict:
             f"{str(EVAL)!r} has SHA-256 {got[:12]}…, the log says {str(want)[:12]}…: the held-out windows or "
             "their labels were altered; restore it from git (git checkout -- andrea/results/trained)"
         )
-    return probes.load_eval_set(EVAL)
+    es = probes.load_eval_set(EVAL)
+    es.update(probes.token_kinds(_tokenizer()))  # what a name's neighbours are (the contextual syntax task)
+    return es
 
 
 def write_eval_set() -> Path:
@@ -233,6 +235,7 @@ def probes_key() -> str:
 
     spec = [log()["weights_sha256"], hashlib.sha256(EVAL.read_bytes()).hexdigest(), TRAIN.seed]
     spec += [probes.PROBE_SEEDS, probes.N_PROBE_TRAIN, probes.N_PROBE_TEST, [asdict(t) for t in probes.TASKS]]
+    spec += [probes.RULE_VERSION, probes.SEED_BASE, probes.PLANT]
     digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
     return f"{source_hash(PROBE_CODE)}-{digest}-torch{torch.__version__.split('+')[0]}"
 
@@ -265,7 +268,9 @@ def run_probes(part: Optional[tuple[str, str]] = None) -> dict:
     name, text = part
     model, es = (load() if name == "trained" else untrained()), eval_set()
     feats = probes.features(model, es[f"{text}_ids"])
-    return {t.name: {name: probes.probe_task(t, es, feats)} for t in probes.TASKS if t.text == text}
+    return {
+        t.name: {name: probes.probe_task(t, es, feats, plant=name == "trained")} for t in probes.TASKS if t.text == text
+    }
 
 
 def write_probes() -> Path:

@@ -1,15 +1,21 @@
-"""Linear probes at every boundary of the residual stream, with control tasks.
+"""Linear probes at every boundary of the residual stream (rule version 3).
 
 Chapter 6's source says early blocks (1-3) carry syntax and position, middle blocks (4-8) the
 relations between words and phrase boundaries, late blocks (9-12) meaning. A probe is a linear
-classifier trained to read a label from the stream at one boundary; its accuracy on held-out text
-says how linearly available the label is there. Two controls keep it honest:
+classifier trained to read a label from the stream at one boundary; its *balanced accuracy* on
+held-out text (mean recall over the classes: chance is 1 / number of classes) says how linearly
+available the label is there. The rule reads raw accuracy, and two controls keep it honest:
 
-* the *control task* (Hewitt & Liang 2019): each token id gets a random label, drawn from the
-  task's own label frequencies. A probe that scores well on it has memorised token identities, not
-  read the property. *Selectivity* = accuracy on the task - accuracy on its control task;
 * the *untrained model*: the same architecture at initialisation. Random features can be probed
-  too; what training adds is the difference.
+  too; what training adds is the difference;
+* a *control task* suited to the label (Hewitt & Liang 2019): the label's unit gets a random label,
+  drawn from the task's own label frequencies. The unit is the token id for a lexical label (a probe
+  that scores on it has memorised token identities), the position for position, the file for a
+  document's label. The probe must read the task better than its control.
+
+Rule version 2 decided on selectivity (task minus control). Control accuracy falls from early to
+late in every task, which lifted every late band; version 3 decides on raw accuracy, on fresh probe
+seeds (``SEED_BASE``), declared before they ran.
 
 The probe is ridge regression onto one-hot labels (a linear classifier, solved exactly in float64:
 no optimiser, no learning rate, the same answer on every CPU). A *probe seed* draws the probe's
@@ -18,14 +24,18 @@ training tokens and the control task's labels; the verdict is over probe seeds o
 The tasks and where the source puts them (``TASKS``):
 
 * position (early): which eighth of the 256-token window a token sits in;
-* syntax (early): the Python token type (``tokenize``: name, keyword, operator, string, number,
-  comment) of a token of standard-library code;
-* phrase structure (middle): how many brackets are open around a token of that code (0, 1, 2+);
+* syntax, lexical (early): the Python token type (``tokenize``: name, keyword, operator, string,
+  number, comment) of a token of standard-library code, which the token's identity mostly decides;
+* syntax, contextual (early): the role of a name, which its neighbour decides: defined (after
+  ``def`` or ``class``), an attribute (after a dot), or another use;
+* phrase structure (middle): whether a token of that code sits inside brackets;
 * meaning (late): which manual a passage of prose comes from (library, C API, guides);
-* two calibrations, with known answers: the category (word start, word continuation,
-  punctuation, digit, white space) of the *current* token, which its embedding holds (early), and
-  of the *next* token, which the stack computes at its top (late; the logit lens shows it). A task
-  is decided only in a band whose calibration the rule places there.
+* three calibrations, with known answers: the category (word start, word continuation,
+  punctuation, digit, white space) of the *current* token, which its embedding holds (early); of the
+  *next* token, which the stack computes at its top (late; the logit lens shows it); and a *planted*
+  label, written into the trained model's stream at the middle boundaries only (``plant``), which
+  shows that the rule can place a property in the middle band at all. A task is decided only in a
+  band whose calibration the rule places there.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import sysconfig
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -60,6 +71,9 @@ CODE_MODULES = (
 N_PROBE_TRAIN = 3000
 N_PROBE_TEST = 4000
 PROBE_SEEDS = 5
+RULE_VERSION = 3
+SEED_BASE = 2000  # probe seed s draws with 2000 + s; rule version 2 used 1000 + s, seen before this rule
+NAME_ROLES = ("defined", "attribute", "other use")
 
 
 @dataclass(frozen=True)
@@ -68,20 +82,27 @@ class Task:
     band: str  # where the source puts it
     text: str  # "prose" or "code"
     classes: tuple
+    control: str = "token"  # the unit whose label the control task scrambles: token, position or file
 
 
 TASKS = (
-    Task("position", "early", "prose", tuple(f"{32 * i}-{32 * i + 31}" for i in range(8))),
-    Task("syntax", "early", "code", CODE_TYPES),
-    Task("phrase structure", "middle", "code", ("0 open", "1 open", "2+ open")),
-    Task("meaning", "late", "prose", MANUALS),
+    Task("position", "early", "prose", tuple(f"{32 * i}-{32 * i + 31}" for i in range(8)), "position"),
+    Task("syntax, lexical", "early", "code", CODE_TYPES),
+    Task("syntax, contextual", "early", "code", NAME_ROLES),
+    Task("phrase structure", "middle", "code", ("outside brackets", "inside brackets")),
+    Task("meaning", "late", "prose", MANUALS, "file"),
     Task("current token", "early", "prose", PROSE_TYPES),
+    Task("planted", "middle", "prose", ("0", "1")),
     Task("next token", "late", "prose", PROSE_TYPES),
 )
-# Known answers: the current token's category is in its embedding (early); the next token's is what
-# the stack computes at its top (late). A band whose calibration the rule cannot place there cannot
-# place anything there.
-CALIBRATIONS = {"early": "current token", "late": "next token"}
+# Known answers: the current token's category is in its embedding (early); the planted label is
+# written at the middle boundaries only; the next token's category is what the stack computes at
+# its top (late). A band whose calibration the rule cannot place there cannot place anything there.
+CALIBRATIONS = {"early": "current token", "middle": "planted", "late": "next token"}
+# The planted label: a random bit per token, added along one random direction of the trained
+# model's stream at boundaries 4-8, at the strength that makes it readable with 75 % accuracy
+# along that direction alone (0.674 standard deviations of the stream along it: Phi(0.674) = 0.75).
+PLANT: dict[str, Any] = {"boundaries": (4, 5, 6, 7, 8), "z": 0.674, "seed": 7}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,6 +238,42 @@ def load_eval_set(path: Path) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Labels, features, probes
 # ---------------------------------------------------------------------------------------------
+def token_kinds(tokenizer) -> dict:
+    """Per token id of ``tokenizer``: whether its text is ``def`` or ``class`` (a keyword that names
+    what follows), ends in a dot, and starts with white space (a new word, not a continuation).
+    ``task_data`` reads a name's role from its neighbours with these."""
+    pieces = [tokenizer.decode([i]) for i in range(tokenizer.vocab_size)]
+    return {
+        "token_defines": np.array([p.split()[-1:] in (["def"], ["class"]) for p in pieces]),
+        "token_dot": np.array([p.rstrip().endswith(".") for p in pieces]),
+        "token_space": np.array([p[:1].isspace() for p in pieces]),
+    }
+
+
+def name_roles(ids: np.ndarray, kind: np.ndarray, es: dict) -> np.ndarray:
+    """NAME_ROLES index of the first token of every name in code windows (-1 elsewhere): defined
+    when the previous visible token is ``def`` or ``class``, an attribute after a dot, else another
+    use; the window's first name, whose neighbour is outside the window, has none."""
+    role = np.full(ids.shape, -1, dtype=np.int64)
+    for w in range(ids.shape[0]):
+        prev = -1  # the previous visible token
+        for t in range(ids.shape[1]):
+            k = int(kind[w, t])
+            if k < 0:
+                continue
+            start = k == 0 and not (prev >= 0 and kind[w, prev] == 0 and not es["token_space"][ids[w, t]])
+            if start and prev >= 0:
+                p = ids[w, prev]
+                if kind[w, prev] == 1 and es["token_defines"][p]:
+                    role[w, t] = 0
+                elif kind[w, prev] == 2 and es["token_dot"][p]:
+                    role[w, t] = 1
+                else:
+                    role[w, t] = 2
+            prev = t
+    return role
+
+
 def task_data(task: Task, es: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(ids (n_windows, T), labels (n_windows, T) with -1 where a token has none, the file of each
     window (n_windows,), the stratum of each window for the file split: its manual, or 0)."""
@@ -233,18 +290,44 @@ def task_data(task: Task, es: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray,
             lab[:, :-1] = cat[ids[:, 1:]]
         elif task.name == "current token":
             lab = es["token_category"].astype(np.int64)[ids]
+        elif task.name == "planted":
+            lab = np.random.default_rng(PLANT["seed"]).integers(0, 2, size=(n, T))
         else:
             raise ValueError(f"unknown prose task {task.name!r}")
         return ids, lab, es["prose_file"], es["prose_manual"]
     ids = es["code_ids"].astype(np.int64)
-    if task.name == "syntax":
-        lab = es["code_type"].astype(np.int64)
+    kind = es["code_type"].astype(np.int64)
+    if task.name == "syntax, lexical":
+        lab = kind
+    elif task.name == "syntax, contextual":
+        if "token_defines" not in es:
+            raise ValueError("the contextual syntax task needs es.update(probes.token_kinds(tokenizer))")
+        lab = name_roles(ids, kind, es)
     elif task.name == "phrase structure":
-        lab = es["code_depth"].astype(np.int64)
-        lab = np.where(es["code_type"] >= 0, lab, -1)  # tokens of code, not of white space
+        lab = np.where(kind >= 0, (es["code_depth"] > 0).astype(np.int64), -1)  # code tokens, not white space
     else:
         raise ValueError(f"unknown code task {task.name!r}")
     return ids, lab, es["code_file"], np.zeros(len(ids), dtype=np.int64)
+
+
+def control_labels(task: Task, ids: np.ndarray, files: np.ndarray, freq: np.ndarray, rng) -> np.ndarray:
+    """The control task's label of every token (n_windows, T): a random label per token id, per
+    position or per file (``Task.control``), drawn from the task's label frequencies."""
+    k = len(freq)
+    if task.control == "token":
+        return rng.choice(k, size=int(ids.max()) + 1, p=freq)[ids]
+    if task.control == "position":
+        return np.broadcast_to(rng.choice(k, size=ids.shape[1], p=freq), ids.shape)
+    if task.control == "file":
+        per_file = rng.choice(k, size=int(files.max()) + 1, p=freq)
+        return np.repeat(per_file[files][:, None], ids.shape[1], 1)
+    raise ValueError(f"task {task.name!r}: control must be token, position or file, got {task.control!r}")
+
+
+def plant_direction(d_model: int) -> np.ndarray:
+    """The planted label's direction: a random unit vector of the stream (``PLANT['seed']``)."""
+    u = np.random.default_rng(PLANT["seed"]).standard_normal(d_model)
+    return u / np.linalg.norm(u)
 
 
 @torch.no_grad()
@@ -302,36 +385,44 @@ def probe_task(
     seeds: int = PROBE_SEEDS,
     n_train: int = N_PROBE_TRAIN,
     n_test: int = N_PROBE_TEST,
+    plant: bool = False,
 ) -> dict:
     """Balanced accuracy on the task and on its control task at every boundary, per probe seed.
     ``feats``: ``features(model, ids)`` of the task's text. A probe seed draws which files train the
     probe and which test it (half each, by manual for prose), the probe's training and test tokens
-    from them, and the control task's labels.
+    from them, and the control task's labels. ``plant``: write the planted task's label into the
+    stream at ``PLANT['boundaries']`` (the trained model's calibration; the untrained model gets none).
     Returns {"task": (seeds, boundaries), "control": (seeds, boundaries), "n_train", "n_test"}."""
     ids, lab, files, strata = task_data(task, es)
     T = ids.shape[1]
-    flat_ids, flat_lab = ids.reshape(-1), lab.reshape(-1)
+    flat_lab = lab.reshape(-1)
     keep = flat_lab >= 0
     k = len(task.classes)
     freq = np.bincount(flat_lab[keep], minlength=k) / keep.sum()
     eye = np.eye(k)
     n_b = feats.shape[0]
+    planted = plant and task.name == "planted"
+    u = plant_direction(feats.shape[2])
     acc = np.zeros((seeds, n_b))
     ctl = np.zeros((seeds, n_b))
     for s in range(seeds):
-        rng = np.random.default_rng(1000 + s)
+        rng = np.random.default_rng(SEED_BASE + s)
         side = np.repeat(file_split(files, strata, rng), T)
         pool, test_pool = np.flatnonzero(keep & side), np.flatnonzero(keep & ~side)
         tr = np.sort(rng.choice(pool, size=min(n_train, len(pool)), replace=False))
         te = np.sort(rng.choice(test_pool, size=min(n_test, len(test_pool)), replace=False))
-        control = rng.choice(k, size=int(flat_ids.max()) + 1, p=freq)  # a random label per token id
-        ys = [eye[flat_lab[tr]], eye[control[flat_ids[tr]]]]
+        control = control_labels(task, ids, files, freq, rng).reshape(-1)
+        ys = [eye[flat_lab[tr]], eye[control[tr]]]
         for b in range(n_b):
             xtr, xte = feats[b, tr].astype(np.float64), feats[b, te].astype(np.float64)
+            if planted and b in PLANT["boundaries"]:
+                m = PLANT["z"] * (xtr @ u).std()
+                xtr = xtr + np.outer(m * (2 * flat_lab[tr] - 1), u)
+                xte = xte + np.outer(m * (2 * flat_lab[te] - 1), u)
             mu, sd = xtr.mean(0), xtr.std(0) + 1e-8
             p_task, p_ctl = ridge_probe((xtr - mu) / sd, ys, (xte - mu) / sd)
             acc[s, b] = balanced_accuracy(p_task, flat_lab[te], k)
-            ctl[s, b] = balanced_accuracy(p_ctl, control[flat_ids[te]], k)
+            ctl[s, b] = balanced_accuracy(p_ctl, control[te], k)
     return {"task": acc, "control": ctl, "n_train": int(len(tr)), "n_test": int(len(te))}
 
 
@@ -344,37 +435,40 @@ def run_probes(trained, untrained, es: dict, seeds: int = PROBE_SEEDS) -> dict:
             feats = features(model, es[f"{text}_ids"])
             for task in TASKS:
                 if task.text == text:
-                    out[task.name][name] = probe_task(task, es, feats, seeds)
+                    out[task.name][name] = probe_task(task, es, feats, seeds, plant=name == "trained")
             del feats
     return out
 
 
 def selectivity(r: dict) -> np.ndarray:
+    """Accuracy on the task minus on its control task (Hewitt and Liang's measure; shown, not decided on)."""
     return r["task"] - r["control"]
 
 
-def band_means(sel: np.ndarray) -> dict:
-    return {band: sel[:, list(bs)].mean(1) for band, bs in BANDS.items()}
+def band_means(acc: np.ndarray) -> dict:
+    """The mean over each band's boundaries, per probe seed, of (seeds, boundaries)."""
+    return {band: acc[:, list(bs)].mean(1) for band, bs in BANDS.items()}
 
 
 def decide_task(task: Task, result: dict):
     """The verdict on "the task lives in its band", from the book's rule (``verdict.decide``),
-    paired over probe seeds, every regime required: the trained model's selectivity, averaged over
-    the band's boundaries, is higher in the predicted band than in each other band, and higher there
-    than the untrained model's (training, not the architecture, puts it there)."""
+    paired over probe seeds, every regime required, on raw balanced accuracy averaged over the
+    band's boundaries: higher in the predicted band than in each other band, higher there than the
+    untrained model's (training, not the architecture, puts it there), and higher there than the
+    control task's (the probe reads the label, not the unit the control scrambles)."""
     from ..evidence import verdict as V
 
-    tr, un = band_means(selectivity(result["trained"])), band_means(selectivity(result["untrained"]))
+    tr, un = band_means(result["trained"]["task"]), band_means(result["untrained"]["task"])
+    ctl = band_means(result["trained"]["control"])
     b = task.band
     regimes = {}
     for other in BANDS:
         if other != b:
-            regimes[f"{b} over {other}"] = V.compare(
-                tr[b] - tr[other], "positive", what=f"selectivity, {b} minus {other}"
-            )
+            regimes[f"{b} over {other}"] = V.compare(tr[b] - tr[other], "positive", what=f"accuracy, {b} minus {other}")
     regimes["trained over untrained"] = V.compare(
-        tr[b] - un[b], "positive", what=f"{b} selectivity, trained minus untrained"
+        tr[b] - un[b], "positive", what=f"{b} accuracy, trained minus untrained"
     )
+    regimes["above its control"] = V.compare(tr[b] - ctl[b], "positive", what=f"{b} accuracy, task minus control")
     return V.decide(regimes, "every")
 
 
@@ -398,9 +492,9 @@ def decide_all(found: dict) -> dict:
     return out
 
 
-def peak_band(sel: np.ndarray) -> str:
-    """Where the mean selectivity over probe seeds peaks, among the block outputs 1..n."""
-    b = int(np.argmax(sel.mean(0)[1:])) + 1
+def peak_band(acc: np.ndarray) -> str:
+    """Where the mean over probe seeds of (seeds, boundaries) peaks, among the block outputs 1..n."""
+    b = int(np.argmax(acc.mean(0)[1:])) + 1
     return next(name for name, bs in BANDS.items() if b in bs)
 
 
@@ -444,6 +538,6 @@ def decide_claim(decided: dict):
     return V.Verdict("inconclusive", why)
 
 
-def peak_boundary(sel: np.ndarray) -> int:
-    """The block output (1..n) where the mean selectivity over probe seeds is highest."""
-    return int(np.argmax(sel.mean(0)[1:])) + 1
+def peak_boundary(acc: np.ndarray) -> int:
+    """The block output (1..n) where the mean over probe seeds of (seeds, boundaries) is highest."""
+    return int(np.argmax(acc.mean(0)[1:])) + 1
