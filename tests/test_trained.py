@@ -220,6 +220,46 @@ def test_control_task_labels_token_types(es):
     assert np.abs(r["task"] - 1 / 8).max() < 0.06 and np.abs(r["control"] - 1 / 8).max() < 0.06
 
 
+def test_a_names_role_comes_from_its_neighbour():
+    # ids: 0 "foo" (no leading space), 1 " def", 2 ".", 3 " bar"; kinds: 0 name, 1 keyword, 2 operator
+    es = {
+        "token_defines": np.array([False, True, False, False]),
+        "token_dot": np.array([False, False, True, False]),
+        "token_space": np.array([False, True, False, True]),
+    }
+    ids = np.array([[3, 1, 3, 0, 2, 0, 3]])
+    kind = np.array([[0, 1, 0, 0, 2, 0, 0]])
+    # the window's first name has no neighbour; " bar" after def is defined and "foo" continues it;
+    # "foo" after the dot is an attribute; " bar" after a name is another use
+    assert probes.name_roles(ids, kind, es).tolist() == [[-1, -1, 0, -1, -1, 1, 2]]
+
+
+def test_each_control_scrambles_its_own_unit():
+    rng = np.random.default_rng(0)
+    ids, files, freq = rng.integers(0, 50, size=(6, 16)), np.array([0, 0, 1, 1, 2, 2]), np.full(4, 0.25)
+    by = {t.control: t for t in probes.TASKS}
+    tok = probes.control_labels(by["token"], ids, files, freq, np.random.default_rng(1))
+    pos = probes.control_labels(by["position"], ids, files, freq, np.random.default_rng(1))
+    per_file = probes.control_labels(by["file"], ids, files, freq, np.random.default_rng(1))
+    assert all(len(set(tok[ids == i])) == 1 for i in np.unique(ids))  # one label per token id
+    assert (pos == pos[0]).all() and len(set(pos[0])) > 1  # one label per position
+    assert (per_file[0] == per_file[0, 0]).all() and (per_file[0] == per_file[1]).all()  # one per file
+    with pytest.raises(ValueError, match="control must be token, position or file"):
+        probes.control_labels(probes.Task("x", "early", "prose", ("a",), "word"), ids, files, freq, rng)
+
+
+def test_the_planted_calibration_lives_in_the_middle_boundaries_only(es):
+    """With random features, the planted bit is readable at the middle boundaries and nowhere else,
+    and not at all when nothing is planted (the untrained model's case)."""
+    feats = np.random.default_rng(0).normal(size=(13, es["prose_ids"].size, 8)).astype(np.float32)
+    task = next(t for t in probes.TASKS if t.name == "planted")
+    on = probes.probe_task(task, es, feats, seeds=2, n_train=800, n_test=800, plant=True)["task"].mean(0)
+    off = probes.probe_task(task, es, feats, seeds=2, n_train=800, n_test=800, plant=False)["task"].mean(0)
+    middle = list(probes.PLANT["boundaries"])
+    rest = [b for b in range(13) if b not in middle]
+    assert on[middle].min() > 0.7 and np.abs(on[rest] - 0.5).max() < 0.06 and np.abs(off - 0.5).max() < 0.06
+
+
 def test_eval_set_labels_are_consistent(es):
     assert es["prose_ids"].shape[1] == probes.WINDOW == es["code_ids"].shape[1]
     assert set(np.unique(es["prose_manual"])) == set(range(len(probes.MANUALS)))

@@ -75,25 +75,32 @@ def pair_figure(panels: Sequence[dict], ncols: int = 2, seed: Optional[int] = 0,
 
 
 @_styled
-def heads_figure(trained: dict, untrained: dict, seed: Optional[int] = 0):
-    """Every head as a point: previous-token score against induction score, trained and untrained;
-    right, the loss on the first and the second copy of the repeated sequence."""
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.2, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
-    for r, c, m, name in ((untrained, UNTRAINED, "s", "untrained"), (trained, TRAINED, "o", "trained")):
-        ax.scatter(r["previous_token"].ravel(), r["induction"].ravel(), s=18, color=c, marker=m, label=name)
-    ax.set_xlabel("previous-token score (attention to t - 1)")
-    ax.set_ylabel("induction score\n(attention to the token after\nthe earlier copy)")
-    ax.set_xlim(-0.03, 1.03)
-    ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=8, loc="upper right")
-    ax.set_title("each of the 72 heads", fontsize=10)
-    x = np.arange(2)
-    bx.bar(x - 0.18, [untrained["loss_first"], untrained["loss_second"]], 0.36, color=UNTRAINED, label="untrained")
-    bx.bar(x + 0.18, [trained["loss_first"], trained["loss_second"]], 0.36, color=TRAINED, label="trained")
-    bx.set_xticks(x, ["first copy", "second copy"])
-    bx.set_ylabel("loss (nats/token)")
-    bx.set_title("loss on the random sequence", fontsize=10)
-    bx.legend(fontsize=8)
+def heads_figure(heads: dict, seed: Optional[int] = 0):
+    """``heads``: {text: {"trained": inside.induction(...), "untrained": ...}} for each repeated text.
+    One panel per text with every head as a point (previous-token score against induction score),
+    trained and untrained; the last panel, the loss on the first and the second copy of each text."""
+    texts = list(heads)
+    fig, axes = plt.subplots(1, len(texts) + 1, figsize=(4.3 * (len(texts) + 1), 4.0))
+    for ax, text in zip(axes, texts):
+        for name, c, m in (("untrained", UNTRAINED, "s"), ("trained", TRAINED, "o")):
+            r = heads[text][name]
+            ax.scatter(r["previous_token"].ravel(), r["induction"].ravel(), s=18, color=c, marker=m, label=name)
+        ax.set_xlabel("previous-token score", fontsize=10)
+        ax.set_ylabel("induction score", fontsize=10)
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(f"each head, {text}", fontsize=11)
+        ax.tick_params(labelsize=10)
+    axes[0].legend(fontsize=10, loc="upper right")
+    bx = axes[-1]
+    x = np.arange(2 * len(texts))
+    for k, (name, c, hatch) in enumerate((("untrained", UNTRAINED, ""), ("trained", TRAINED, ""))):
+        y = [heads[t][name][f"loss_{which}"] for t in texts for which in ("first", "second")]
+        bx.bar(x + (k - 0.5) * 0.38, y, 0.38, color=c, label=name, hatch=hatch)
+    bx.set_xticks(x, [f"{w}\n{t.split()[-1]}" for t in texts for w in ("1st copy", "2nd copy")], fontsize=9)
+    bx.set_ylabel("loss (nats/token)", fontsize=10)
+    bx.set_title("loss on each copy", fontsize=11)
+    bx.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
     provenance(fig, "cpu", seed, "trained ANDREA")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
@@ -128,26 +135,37 @@ def mlp_figure(trained: dict, untrained: dict, window: float = 3.0, seed: Option
 
 @_styled
 def probes_figure(results: dict, seed: Optional[int] = 0):
-    """One panel per probing task: selectivity (accuracy on the task minus on its control task) at
-    every boundary, the trained model and the untrained one, the band the source predicts named in
-    the title; the seeds' range as a band around each line."""
-    fig, axes = plt.subplots(2, 3, figsize=(12.6, 6.6), squeeze=False)
+    """One panel per probing task: balanced accuracy at every boundary, the trained model (solid),
+    the untrained one (dashed) and the trained model's control task (dotted), chance as a thin line;
+    the seeds' range as a band around each line, the band the source predicts named in the title,
+    one legend under the panels."""
+    ncols = 4
+    rows = (len(TASKS) + ncols - 1) // ncols
+    fig, axes = plt.subplots(rows, ncols, figsize=(13.0, 3.7 * rows + 0.6), squeeze=False)
     x = np.arange(13)
+    lines = (
+        ("trained", "task", TRAINED, "o", "-", "trained model"),
+        ("untrained", "task", UNTRAINED, "s", "--", "untrained model"),
+        ("trained", "control", PALETTE[3], None, ":", "trained model, control task"),
+    )
     for ax, task in zip(axes.ravel(), TASKS):
         _shade_bands(ax)
-        for name, c, m, ls in (("untrained", UNTRAINED, "s", "--"), ("trained", TRAINED, "o", "-")):
-            sel = results[task.name][name]["task"] - results[task.name][name]["control"]
-            ax.fill_between(x, sel.min(0), sel.max(0), color=c, alpha=0.25, lw=0)
-            ax.plot(x, sel.mean(0), marker=m, ms=3.5, ls=ls, color=c, lw=1.6, label=name)
-        ax.axhline(0, color="#444444", lw=0.8)
-        kind = "calibration, " if task.name in CALIBRATIONS.values() else "predicted: "
-        ax.set_title(f"{task.name} ({kind}{task.band})", fontsize=10)
-        ax.set_xlabel("boundary (0: embeddings)")
-        ax.set_ylabel("selectivity")
-    axes[0][0].legend(fontsize=8, loc="best")
+        for model, what, c, m, ls, label in lines:
+            acc = results[task.name][model][what]
+            ax.fill_between(x, acc.min(0), acc.max(0), color=c, alpha=0.2, lw=0)
+            ax.plot(x, acc.mean(0), marker=m, ms=3.5, ls=ls, color=c, lw=1.6, label=label)
+        ax.axhline(1 / len(task.classes), color="#444444", lw=0.8)
+        kind = "calibration: " if task.name in CALIBRATIONS.values() else "predicted: "
+        ax.set_title(f"{task.name}\n({kind}{task.band})", fontsize=11)
+        ax.set_xlabel("boundary (0: embeddings)", fontsize=10)
+        ax.set_ylabel("balanced accuracy", fontsize=10)
+        ax.tick_params(labelsize=10)
+        ax.set_xticks([0, 3, 6, 9, 12])
     for ax in axes.ravel()[len(TASKS) :]:
         ax.remove()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False, bbox_to_anchor=(0.5, 0.02))
     n = results[TASKS[0].name]["trained"]["task"].shape[0]
     provenance(fig, "cpu", seed, f"trained ANDREA, {n} probe seeds")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.tight_layout(rect=(0, 0.07, 1, 1), h_pad=2.0)
     return fig

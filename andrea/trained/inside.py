@@ -100,6 +100,13 @@ def repeated_random_tokens(vocab: int, batch: int = 16, length: int = 64, seed: 
     return torch.cat([half, half], 1)
 
 
+def repeated_text(windows: torch.Tensor, length: int = 64) -> torch.Tensor:
+    """The first ``length`` tokens of each window, followed by the same tokens again: text the model
+    knows how to read, so that the second copy tests copying in distribution (random tokens do not)."""
+    half = windows[:, :length]
+    return torch.cat([half, half], 1)
+
+
 def induction_scores(maps: list[torch.Tensor], L: int) -> tuple[np.ndarray, np.ndarray]:
     """From attention maps (B, H, 2L, 2L) per layer on sequences repeated after ``L`` tokens: each
     head's previous-token score (mean attention from t to t - 1) and induction score (mean attention

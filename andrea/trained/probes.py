@@ -87,8 +87,8 @@ class Task:
 
 TASKS = (
     Task("position", "early", "prose", tuple(f"{32 * i}-{32 * i + 31}" for i in range(8)), "position"),
-    Task("syntax, lexical", "early", "code", CODE_TYPES),
-    Task("syntax, contextual", "early", "code", NAME_ROLES),
+    Task("syntax (lexical)", "early", "code", CODE_TYPES),
+    Task("syntax (contextual)", "early", "code", NAME_ROLES),
     Task("phrase structure", "middle", "code", ("outside brackets", "inside brackets")),
     Task("meaning", "late", "prose", MANUALS, "file"),
     Task("current token", "early", "prose", PROSE_TYPES),
@@ -297,9 +297,9 @@ def task_data(task: Task, es: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         return ids, lab, es["prose_file"], es["prose_manual"]
     ids = es["code_ids"].astype(np.int64)
     kind = es["code_type"].astype(np.int64)
-    if task.name == "syntax, lexical":
+    if task.name == "syntax (lexical)":
         lab = kind
-    elif task.name == "syntax, contextual":
+    elif task.name == "syntax (contextual)":
         if "token_defines" not in es:
             raise ValueError("the contextual syntax task needs es.update(probes.token_kinds(tokenizer))")
         lab = name_roles(ids, kind, es)
