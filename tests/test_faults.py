@@ -316,6 +316,40 @@ def test_resume_with_a_hostile_optimizer_state(corpus, tmp_path):
     assert r.returncode == 2 and "optimizer state" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_flipped_byte_in_a_checkpoint_is_refused_on_resume(corpus, tmp_path):
+    """torch.load would read the damaged weights silently; the zip archive's CRC-32 sums catch it."""
+    import zipfile
+
+    assert cli(*base_args(corpus, tmp_path, 4)).returncode == 0
+    ckpt = tmp_path / "last.pt"
+    with zipfile.ZipFile(ckpt) as z:
+        member = max(z.infolist(), key=lambda i: i.file_size)  # the largest tensor's bytes
+    blob = bytearray(ckpt.read_bytes())
+    blob[member.header_offset + 200 + member.file_size // 2] ^= 0x01
+    ckpt.write_bytes(bytes(blob))
+    torch.load(ckpt, weights_only=True)  # the damage is invisible to torch
+    r = cli(*base_args(corpus, tmp_path, 8, "--resume"))
+    assert r.returncode == 2 and "is corrupted" in r.stderr and "checksum" in r.stderr, r.stderr[-1500:]
+    assert str(ckpt) in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_checkpoint_with_non_finite_weights_is_neither_resumed_nor_called_good(corpus, tmp_path):
+    from andrea.training.checkpoint import describe
+
+    assert cli(*base_args(corpus, tmp_path, 4)).returncode == 0
+    ckpt = tmp_path / "last.pt"
+    assert describe(ckpt) == f"{ckpt} (step 4)"
+    blob = torch.load(ckpt, weights_only=True)
+    blob["state_dict"]["blocks.0.mlp.fc.weight"] = torch.full_like(
+        blob["state_dict"]["blocks.0.mlp.fc.weight"], float("nan")
+    )
+    torch.save(blob, ckpt)
+    assert "not a good checkpoint" in describe(ckpt)
+    r = cli(*base_args(corpus, tmp_path, 8, "--resume"))
+    assert r.returncode == 2 and "non-finite weights (blocks.0.mlp.fc.weight)" in r.stderr, r.stderr[-1500:]
+    assert "Traceback" not in r.stderr
+
+
 def test_a_pickle_that_runs_code_is_refused_and_never_executed(tmp_path):
     import pickle
 

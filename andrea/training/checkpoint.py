@@ -127,6 +127,7 @@ class RunDir:
         """The checkpoint's contents, after checking it can continue this run exactly."""
         if not self.checkpoint.exists():
             raise FileNotFoundError(f"--resume: no checkpoint at {str(self.checkpoint)!r} to resume from")
+        verify_bytes(self.checkpoint)
         blob = read_checkpoint(self.checkpoint)
         extra = blob["extra"]
         missing = [k for k in TRAINING_KEYS if k not in extra]
@@ -155,6 +156,13 @@ class RunDir:
                 "--allow-changes to continue with the new ones"
             )
         _check_training_state(self.checkpoint, blob, model_cfg, train_cfg)
+        bad = non_finite(blob["state_dict"])
+        if bad:
+            raise ValueError(
+                f"--resume: {str(self.checkpoint)!r} holds non-finite weights ({bad}): the run had diverged "
+                "when it was saved, so there is nothing good to continue; start again with --overwrite and a "
+                "lower --lr"
+            )
         step = int(extra["step"])
         if step >= train_cfg.steps:
             raise ValueError(
@@ -195,12 +203,45 @@ def _check_training_state(path: Path, blob: dict, model_cfg: AndreaConfig, train
         ) from None
 
 
+def verify_bytes(path: Path) -> None:
+    """A checkpoint is a zip archive (``torch.save``) with a CRC-32 checksum per member, which
+    ``torch.load`` does not check: a flipped bit in the weights would load silently. Check every
+    member's bytes against its checksum; a ValueError names the file and the member that differs.
+    It guards against damage (a bad disk, a broken copy), not against someone who rewrites the sums."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except zipfile.BadZipFile:
+        return  # not a zip archive: read_checkpoint says what it is
+    except OSError as e:
+        raise ValueError(f"{str(path)!r} cannot be read: {e.strerror or type(e).__name__}") from None
+    if bad is not None:
+        raise ValueError(
+            f"{str(path)!r} is corrupted: the bytes of {bad!r} do not match the checksum stored in the file "
+            "(a flipped bit, a bad disk or an interrupted copy); restore a copy, or start again with --overwrite"
+        )
+
+
+def non_finite(state_dict: dict) -> str:
+    """The names of the tensors that hold NaN or infinity (the first three, and how many), or ''."""
+    import torch
+
+    bad = [k for k, v in state_dict.items() if torch.is_tensor(v) and v.is_floating_point() and not v.isfinite().all()]
+    return "" if not bad else ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+
+
 def describe(path: Optional[Path]) -> str:
-    """'last.pt (step N)' for a readable training checkpoint, else a plain description."""
+    """'last.pt (step N)' for a readable training checkpoint with finite weights, else what it is."""
     if path is None or not path.exists():
         return "no checkpoint was written"
     try:
-        step = read_checkpoint(path)["extra"].get("step")
+        verify_bytes(path)
+        blob = read_checkpoint(path)
     except (ValueError, OSError):
         return f"{path} (unreadable)"
+    step = blob["extra"].get("step")
+    if non_finite(blob["state_dict"]):
+        return f"{path} (step {step}, but its weights are not finite: not a good checkpoint)"
     return f"{path} (step {step})"
