@@ -244,20 +244,30 @@ def test_each_control_scrambles_its_own_unit():
     assert all(len(set(tok[ids == i])) == 1 for i in np.unique(ids))  # one label per token id
     assert (pos == pos[0]).all() and len(set(pos[0])) > 1  # one label per position
     assert (per_file[0] == per_file[0, 0]).all() and (per_file[0] == per_file[1]).all()  # one per file
-    with pytest.raises(ValueError, match="control must be token, position or file"):
+    prev = probes.control_labels(by["previous"], ids, files, freq, np.random.default_rng(1))
+    assert (prev[:, 1:][ids[:, :-1] == ids[0, 0]] == prev[0, 1]).all()  # one label per token before
+    with pytest.raises(ValueError, match="control must be token, previous, position or file"):
         probes.control_labels(probes.Task("x", "early", "prose", ("a",), "word"), ids, files, freq, rng)
 
 
-def test_the_planted_calibration_lives_in_the_middle_boundaries_only(es):
-    """With random features, the planted bit is readable at the middle boundaries and nowhere else,
-    and not at all when nothing is planted (the untrained model's case)."""
-    feats = np.random.default_rng(0).normal(size=(13, es["prose_ids"].size, 8)).astype(np.float32)
-    task = next(t for t in probes.TASKS if t.name == "planted")
-    on = probes.probe_task(task, es, feats, seeds=2, n_train=800, n_test=800, plant=True)["task"].mean(0)
-    off = probes.probe_task(task, es, feats, seeds=2, n_train=800, n_test=800, plant=False)["task"].mean(0)
-    middle = list(probes.PLANT["boundaries"])
-    rest = [b for b in range(13) if b not in middle]
-    assert on[middle].min() > 0.7 and np.abs(on[rest] - 0.5).max() < 0.06 and np.abs(off - 0.5).max() < 0.06
+def test_the_planted_bit_enters_at_its_block_and_flows_on():
+    """Boundaries before the planting block are untouched; at it the stream moves by exactly +-m
+    along the planted direction; the blocks after it run on the changed stream."""
+    from andrea import Andrea, AndreaConfig
+
+    torch.manual_seed(0)
+    model = Andrea(AndreaConfig(vocab_size=64, context_length=16, d_model=32, n_head=4, n_layer=6)).eval()
+    ids = np.random.default_rng(0).integers(0, 64, size=(3, 16))
+    bits = np.random.default_rng(1).integers(0, 2, size=(3, 16))
+    clean = probes.features(model, ids, batch=2)
+    planted = probes.planted_features(model, ids, bits, batch=2)
+    k = probes.PLANT["block"]
+    assert np.array_equal(clean[:k], planted[:k])
+    u = probes.plant_direction(32)
+    m = probes.PLANT["z"] * (clean[k].astype(np.float64) @ u).std()
+    moved = (planted[k] - clean[k]).astype(np.float64)
+    assert np.allclose(moved, np.outer(m * (2 * bits.reshape(-1) - 1), u), atol=1e-5)
+    assert not np.allclose(clean[k + 1], planted[k + 1], atol=1e-4)
 
 
 def test_eval_set_labels_are_consistent(es):

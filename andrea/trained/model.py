@@ -235,7 +235,7 @@ def probes_key() -> str:
 
     spec = [log()["weights_sha256"], hashlib.sha256(EVAL.read_bytes()).hexdigest(), TRAIN.seed]
     spec += [probes.PROBE_SEEDS, probes.N_PROBE_TRAIN, probes.N_PROBE_TEST, [asdict(t) for t in probes.TASKS]]
-    spec += [probes.RULE_VERSION, probes.SEED_BASE, probes.PLANT]
+    spec += [probes.RULE_VERSION, probes.SEED_BASE, probes.PLANT, probes.MARGIN]
     digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
     return f"{source_hash(PROBE_CODE)}-{digest}-torch{torch.__version__.split('+')[0]}"
 
@@ -267,10 +267,7 @@ def run_probes(part: Optional[tuple[str, str]] = None) -> dict:
         raise ValueError(f"part must be one of {PROBE_PARTS}, got {part!r}")
     name, text = part
     model, es = (load() if name == "trained" else untrained()), eval_set()
-    feats = probes.features(model, es[f"{text}_ids"])
-    return {
-        t.name: {name: probes.probe_task(t, es, feats, plant=name == "trained")} for t in probes.TASKS if t.text == text
-    }
+    return probes.probe_text(name, model, text, es)
 
 
 def write_probes() -> Path:

@@ -1,21 +1,24 @@
-"""Linear probes at every boundary of the residual stream (rule version 3).
+"""Linear probes at every boundary of the residual stream (rule version 4).
 
 Chapter 6's source says early blocks (1-3) carry syntax and position, middle blocks (4-8) the
 relations between words and phrase boundaries, late blocks (9-12) meaning. A probe is a linear
 classifier trained to read a label from the stream at one boundary; its *balanced accuracy* on
 held-out text (mean recall over the classes: chance is 1 / number of classes) says how linearly
-available the label is there. The rule reads raw accuracy, and two controls keep it honest:
+available the label is there. Boundary 0, the embeddings, belongs to no band. The rule reads raw
+accuracy, band against band, with two controls:
 
-* the *untrained model*: the same architecture at initialisation. Random features can be probed
-  too; what training adds is the difference;
+* the *untrained model*: the same architecture at initialisation. Its accuracy can change with
+  depth too, so what training adds is the difference of the two models' band contrasts;
 * a *control task* suited to the label (Hewitt & Liang 2019): the label's unit gets a random label,
   drawn from the task's own label frequencies. The unit is the token id for a lexical label (a probe
-  that scores on it has memorised token identities), the position for position, the file for a
-  document's label. The probe must read the task better than its control.
+  that scores on it has memorised token identities), the token before for a label its neighbour
+  decides, the position for position, the file for a document's label. The probe must read the task
+  better than its control.
 
-Rule version 2 decided on selectivity (task minus control). Control accuracy falls from early to
-late in every task, which lifted every late band; version 3 decides on raw accuracy, on fresh probe
-seeds (``SEED_BASE``), declared before they ran.
+Every difference must exceed ``MARGIN`` to decide. Version 2 decided on the task's accuracy minus
+its control's, which lifted every late band (control accuracy falls with depth); version 3 on raw
+accuracy, with the untrained model compared by level and a planted calibration that could not fail.
+A review of version 3 led to this one, run on fresh probe seeds (``SEED_BASE``) after it was written.
 
 The probe is ridge regression onto one-hot labels (a linear classifier, solved exactly in float64:
 no optimiser, no learning rate, the same answer on every CPU). A *probe seed* draws the probe's
@@ -24,18 +27,19 @@ training tokens and the control task's labels; the verdict is over probe seeds o
 The tasks and where the source puts them (``TASKS``):
 
 * position (early): which eighth of the 256-token window a token sits in;
-* syntax, lexical (early): the Python token type (``tokenize``: name, keyword, operator, string,
-  number, comment) of a token of standard-library code, which the token's identity mostly decides;
+* syntax, lexical (early): the Python token type (``tokenize``: name, keyword, operator, number) of
+  a token of standard-library code outside strings and comments, which the token mostly decides;
 * syntax, contextual (early): the role of a name, which its neighbour decides: defined (after
   ``def`` or ``class``), an attribute (after a dot), or another use;
-* phrase structure (middle): whether a token of that code sits inside brackets;
+* phrase structure (middle): whether a token of that code (outside strings and comments) sits inside
+  brackets;
 * meaning (late): which manual a passage of prose comes from (library, C API, guides);
 * three calibrations, with known answers: the category (word start, word continuation,
   punctuation, digit, white space) of the *current* token, which its embedding holds (early); of the
   *next* token, which the stack computes at its top (late; the logit lens shows it); and a *planted*
-  label, written into the trained model's stream at the middle boundaries only (``plant``), which
-  shows that the rule can place a property in the middle band at all. A task is decided only in a
-  band whose calibration the rule places there.
+  bit, added to the trained model's stream by block 4 and carried on by the blocks after it
+  (``planted_features``), as a property computed in the middle band would be. A task is decided only
+  in a band whose calibration the rule places there.
 """
 
 from __future__ import annotations
@@ -71,9 +75,13 @@ CODE_MODULES = (
 N_PROBE_TRAIN = 3000
 N_PROBE_TEST = 4000
 PROBE_SEEDS = 5
-RULE_VERSION = 3
-SEED_BASE = 2000  # probe seed s draws with 2000 + s; rule version 2 used 1000 + s, seen before this rule
+RULE_VERSION = 4
+# Probe seed s draws with 4000 + s. Version 2 used 1000 + s and version 3 2000 + s, both seen before
+# this rule was written.
+SEED_BASE = 4000
+MARGIN = 0.02  # balanced accuracy: a band difference smaller than this decides nothing
 NAME_ROLES = ("defined", "attribute", "other use")
+CODE_KINDS = ("name", "keyword", "operator", "number")  # tokens of code outside strings and comments
 
 
 @dataclass(frozen=True)
@@ -82,13 +90,14 @@ class Task:
     band: str  # where the source puts it
     text: str  # "prose" or "code"
     classes: tuple
-    control: str = "token"  # the unit whose label the control task scrambles: token, position or file
+    # the unit whose label the control task scrambles: token, previous (token), position or file
+    control: str = "token"
 
 
 TASKS = (
     Task("position", "early", "prose", tuple(f"{32 * i}-{32 * i + 31}" for i in range(8)), "position"),
-    Task("syntax (lexical)", "early", "code", CODE_TYPES),
-    Task("syntax (contextual)", "early", "code", NAME_ROLES),
+    Task("syntax (lexical)", "early", "code", CODE_KINDS),
+    Task("syntax (contextual)", "early", "code", NAME_ROLES, "previous"),
     Task("phrase structure", "middle", "code", ("outside brackets", "inside brackets")),
     Task("meaning", "late", "prose", MANUALS, "file"),
     Task("current token", "early", "prose", PROSE_TYPES),
@@ -96,13 +105,15 @@ TASKS = (
     Task("next token", "late", "prose", PROSE_TYPES),
 )
 # Known answers: the current token's category is in its embedding (early); the planted label is
-# written at the middle boundaries only; the next token's category is what the stack computes at
-# its top (late). A band whose calibration the rule cannot place there cannot place anything there.
+# added to the trained model's stream by the middle band's first block and carried on from there;
+# the next token's category is what the stack computes at its top (late). A band whose calibration
+# the rule cannot place there cannot place anything there.
 CALIBRATIONS = {"early": "current token", "middle": "planted", "late": "next token"}
-# The planted label: a random bit per token, added along one random direction of the trained
-# model's stream at boundaries 4-8, at the strength that makes it readable with 75 % accuracy
-# along that direction alone (0.674 standard deviations of the stream along it: Phi(0.674) = 0.75).
-PLANT: dict[str, Any] = {"boundaries": (4, 5, 6, 7, 8), "z": 0.674, "seed": 7}
+# The planted label: a random bit per token, added to block 4's output along one random direction
+# of the stream, at 0.674 standard deviations of block 4's output along that direction (a reader of
+# that direction alone would be right 75 % of the time: Phi(0.674) = 0.75). Blocks 5-12 then run on
+# the changed stream, as they would on a property block 4 computed.
+PLANT: dict[str, Any] = {"block": 4, "z": 0.674, "seed": 7}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,37 +308,68 @@ def task_data(task: Task, es: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         return ids, lab, es["prose_file"], es["prose_manual"]
     ids = es["code_ids"].astype(np.int64)
     kind = es["code_type"].astype(np.int64)
+    code = np.isin(kind, (0, 1, 2, 4))  # names, keywords, operators, numbers: not strings or comments
     if task.name == "syntax (lexical)":
-        lab = kind
+        lab = np.where(code, np.searchsorted([0, 1, 2, 4], kind), -1)
     elif task.name == "syntax (contextual)":
         if "token_defines" not in es:
             raise ValueError("the contextual syntax task needs es.update(probes.token_kinds(tokenizer))")
         lab = name_roles(ids, kind, es)
     elif task.name == "phrase structure":
-        lab = np.where(kind >= 0, (es["code_depth"] > 0).astype(np.int64), -1)  # code tokens, not white space
+        lab = np.where(code, (es["code_depth"] > 0).astype(np.int64), -1)
     else:
         raise ValueError(f"unknown code task {task.name!r}")
     return ids, lab, es["code_file"], np.zeros(len(ids), dtype=np.int64)
 
 
 def control_labels(task: Task, ids: np.ndarray, files: np.ndarray, freq: np.ndarray, rng) -> np.ndarray:
-    """The control task's label of every token (n_windows, T): a random label per token id, per
-    position or per file (``Task.control``), drawn from the task's label frequencies."""
+    """The control task's label of every token (n_windows, T): a random label per token id, per id
+    of the token before, per position or per file (``Task.control``), drawn from the task's label
+    frequencies."""
     k = len(freq)
     if task.control == "token":
         return rng.choice(k, size=int(ids.max()) + 1, p=freq)[ids]
+    if task.control == "previous":  # the token before (the window's first token: itself)
+        prev = np.concatenate([ids[:, :1], ids[:, :-1]], 1)
+        return rng.choice(k, size=int(ids.max()) + 1, p=freq)[prev]
     if task.control == "position":
         return np.broadcast_to(rng.choice(k, size=ids.shape[1], p=freq), ids.shape)
     if task.control == "file":
         per_file = rng.choice(k, size=int(files.max()) + 1, p=freq)
         return np.repeat(per_file[files][:, None], ids.shape[1], 1)
-    raise ValueError(f"task {task.name!r}: control must be token, position or file, got {task.control!r}")
+    raise ValueError(f"task {task.name!r}: control must be token, previous, position or file, got {task.control!r}")
 
 
 def plant_direction(d_model: int) -> np.ndarray:
     """The planted label's direction: a random unit vector of the stream (``PLANT['seed']``)."""
     u = np.random.default_rng(PLANT["seed"]).standard_normal(d_model)
     return u / np.linalg.norm(u)
+
+
+@torch.no_grad()
+def planted_features(model, ids: np.ndarray, bits: np.ndarray, batch: int = 16) -> np.ndarray:
+    """``features`` of a model whose block ``PLANT['block']`` adds the planted bit to its output
+    (+m or -m along ``plant_direction``, m = ``PLANT['z']`` standard deviations of that output along
+    it, measured on these windows first); the blocks after it run on the changed stream."""
+    clean = features(model, ids, batch)[PLANT["block"]]
+    u = plant_direction(clean.shape[1])
+    m = PLANT["z"] * float((clean.astype(np.float64) @ u).std())
+    del clean
+    delta = torch.from_numpy(np.float32(m) * (2 * bits[..., None].astype(np.float32) - 1) * u.astype(np.float32))
+    at = {"i": 0}
+
+    def add(module, args, output):
+        return output + delta[at["i"] : at["i"] + output.shape[0]]
+
+    handle = model.blocks[PLANT["block"] - 1].register_forward_hook(add)
+    try:
+        out = []
+        for i in range(0, len(ids), batch):
+            at["i"] = i
+            out.append(features(model, ids[i : i + batch], batch))
+        return np.concatenate(out, axis=1)
+    finally:
+        handle.remove()
 
 
 @torch.no_grad()
@@ -385,13 +427,11 @@ def probe_task(
     seeds: int = PROBE_SEEDS,
     n_train: int = N_PROBE_TRAIN,
     n_test: int = N_PROBE_TEST,
-    plant: bool = False,
 ) -> dict:
     """Balanced accuracy on the task and on its control task at every boundary, per probe seed.
     ``feats``: ``features(model, ids)`` of the task's text. A probe seed draws which files train the
     probe and which test it (half each, by manual for prose), the probe's training and test tokens
-    from them, and the control task's labels. ``plant``: write the planted task's label into the
-    stream at ``PLANT['boundaries']`` (the trained model's calibration; the untrained model gets none).
+    from them, and the control task's labels (for the planted task, ``feats`` are ``planted_features``).
     Returns {"task": (seeds, boundaries), "control": (seeds, boundaries), "n_train", "n_test"}."""
     ids, lab, files, strata = task_data(task, es)
     T = ids.shape[1]
@@ -401,8 +441,6 @@ def probe_task(
     freq = np.bincount(flat_lab[keep], minlength=k) / keep.sum()
     eye = np.eye(k)
     n_b = feats.shape[0]
-    planted = plant and task.name == "planted"
-    u = plant_direction(feats.shape[2])
     acc = np.zeros((seeds, n_b))
     ctl = np.zeros((seeds, n_b))
     for s in range(seeds):
@@ -415,10 +453,6 @@ def probe_task(
         ys = [eye[flat_lab[tr]], eye[control[tr]]]
         for b in range(n_b):
             xtr, xte = feats[b, tr].astype(np.float64), feats[b, te].astype(np.float64)
-            if planted and b in PLANT["boundaries"]:
-                m = PLANT["z"] * (xtr @ u).std()
-                xtr = xtr + np.outer(m * (2 * flat_lab[tr] - 1), u)
-                xte = xte + np.outer(m * (2 * flat_lab[te] - 1), u)
             mu, sd = xtr.mean(0), xtr.std(0) + 1e-8
             p_task, p_ctl = ridge_probe((xtr - mu) / sd, ys, (xte - mu) / sd)
             acc[s, b] = balanced_accuracy(p_task, flat_lab[te], k)
@@ -428,15 +462,31 @@ def probe_task(
 
 def run_probes(trained, untrained, es: dict, seeds: int = PROBE_SEEDS) -> dict:
     """Every task on both models: {task name: {"trained": probe_task(...), "untrained": ...}}.
-    The stream is computed once per model and text."""
+    The stream is computed once per model and text; the planted task reads the trained model with
+    its bit planted (``planted_features``) and the untrained model as it is."""
     out: dict = {t.name: {} for t in TASKS}
     for name, model in (("trained", trained), ("untrained", untrained)):
         for text in ("prose", "code"):
-            feats = features(model, es[f"{text}_ids"])
-            for task in TASKS:
-                if task.text == text:
-                    out[task.name][name] = probe_task(task, es, feats, seeds, plant=name == "trained")
-            del feats
+            out.update(_merge(out, probe_text(name, model, text, es, seeds)))
+    return out
+
+
+def _merge(out: dict, part: dict) -> dict:
+    return {t: {**out.get(t, {}), **part.get(t, {})} for t in set(out) | set(part)}
+
+
+def probe_text(name: str, model, text: str, es: dict, seeds: int = PROBE_SEEDS) -> dict:
+    """The tasks on one text for one model (``name``: "trained" or "untrained")."""
+    feats = features(model, es[f"{text}_ids"])
+    out = {}
+    for task in TASKS:
+        if task.text != text:
+            continue
+        if task.name == "planted" and name == "trained":
+            _, bits, _, _ = task_data(task, es)
+            out[task.name] = {name: probe_task(task, es, planted_features(model, es[f"{text}_ids"], bits), seeds)}
+        else:
+            out[task.name] = {name: probe_task(task, es, feats, seeds)}
     return out
 
 
@@ -453,9 +503,10 @@ def band_means(acc: np.ndarray) -> dict:
 def decide_task(task: Task, result: dict):
     """The verdict on "the task lives in its band", from the book's rule (``verdict.decide``),
     paired over probe seeds, every regime required, on raw balanced accuracy averaged over the
-    band's boundaries: higher in the predicted band than in each other band, higher there than the
-    untrained model's (training, not the architecture, puts it there), and higher there than the
-    control task's (the probe reads the label, not the unit the control scrambles)."""
+    band's boundaries, each difference by more than ``MARGIN``: higher in the predicted band than in
+    each other band; that contrast larger in the trained model than in the untrained one (training,
+    not the architecture, puts it there); and higher there than the control task's (the probe reads
+    the label, not the unit the control scrambles)."""
     from ..evidence import verdict as V
 
     tr, un = band_means(result["trained"]["task"]), band_means(result["untrained"]["task"])
@@ -464,11 +515,20 @@ def decide_task(task: Task, result: dict):
     regimes = {}
     for other in BANDS:
         if other != b:
-            regimes[f"{b} over {other}"] = V.compare(tr[b] - tr[other], "positive", what=f"accuracy, {b} minus {other}")
-    regimes["trained over untrained"] = V.compare(
-        tr[b] - un[b], "positive", what=f"{b} accuracy, trained minus untrained"
+            regimes[f"{b} over {other}"] = V.compare(
+                tr[b] - tr[other], "positive", MARGIN, what=f"accuracy, {b} minus {other}"
+            )
+    for other in BANDS:
+        if other != b:
+            regimes[f"training raised {b} over {other}"] = V.compare(
+                (tr[b] - tr[other]) - (un[b] - un[other]),
+                "positive",
+                MARGIN,
+                what=f"{b} minus {other}, trained minus untrained",
+            )
+    regimes["above its control"] = V.compare(
+        tr[b] - ctl[b], "positive", MARGIN, what=f"{b} accuracy, task minus control"
     )
-    regimes["above its control"] = V.compare(tr[b] - ctl[b], "positive", what=f"{b} accuracy, task minus control")
     return V.decide(regimes, "every")
 
 
