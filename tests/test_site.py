@@ -6,6 +6,7 @@ on a laptop: ``sudo apt-get install chromium``).
 
 import re
 import sys
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -408,6 +409,47 @@ def test_no_table_repeats_its_header_in_its_body(site, path):
         for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S):
             cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
             assert not head or cells != head, f"{path}: a table's row repeats its header {head}"
+
+
+_BOOKKEEPING = re.compile(r"\b(glue|show_source|evidence|ClaimsTable|Claim)\(|\bverdict\b")
+_HIDDEN_INPUT = ("tag_hide-input", "tag_hide-cell", "tag_remove-input", "tag_remove-cell")
+
+
+def _visible_code(html: str) -> list[str]:
+    """The code of every cell whose input a reader sees without opening a toggle."""
+    out = []
+    starts = [m for m in re.finditer(r'<div class="(cell(?: [^"]*)?)"', html)]
+    for i, m in enumerate(starts):
+        classes = m.group(1).split()
+        if classes[0] != "cell" or any(t in classes for t in _HIDDEN_INPUT):
+            continue
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(html)
+        block = html[m.end() : end]
+        inp = re.search(r'<div class="cell_input[^"]*">(.*?)</pre>', block, re.S)
+        if inp:
+            out.append(unescape(re.sub(r"<[^>]+>", "", inp.group(1))))
+    return out
+
+
+@pytest.mark.parametrize("path", site_pages() or ["book/intro.html"])
+def test_no_visible_code_calls_the_books_bookkeeping(site, path):
+    """Issue 33: code a student sees is what they would type to explore; gluing values into the prose,
+    deciding verdicts and listing the package's source happen in cells behind a toggle."""
+    code = _visible_code((site / path).read_text(errors="replace"))
+    bad = [c.strip().splitlines()[0][:80] for c in code if _BOOKKEEPING.search(c)]
+    assert bad == [], f"{path}: visible code cells call the bookkeeping helpers: {bad}"
+
+
+def test_the_visible_code_reader_sees_hidden_and_shown_cells():
+    html = (
+        '<div class="cell docutils container"><div class="cell_input docutils container"><pre>x = 1\n</pre></div></div>'
+        '<div class="cell tag_hide-cell docutils container"><div class="cell_input docutils container">'
+        "<pre>glue(&quot;a&quot;, 1)</pre></div></div>"
+        '<div class="cell docutils container"><div class="cell_input docutils container">'
+        "<pre><span>glue</span>(&quot;b&quot;, 2)</pre></div></div>"
+    )
+    code = _visible_code(html)
+    assert code == ["x = 1\n", 'glue("b", 2)'] and [c for c in code if _BOOKKEEPING.search(c)] == ['glue("b", 2)']
 
 
 @pytest.mark.parametrize("path", sorted(TRAINING_PAGES))

@@ -26,6 +26,13 @@ def results(name: str, machine: str = "native") -> list[dict]:
     return store.rows(store.load(grid(name)), machine)
 
 
+def exploration(name: str) -> list[dict]:
+    """The stored runs of grid ``name`` on the seeds its verdict is not decided on (the exploration a
+    chapter plots), without the runs on the fresh seeds of its declared rule."""
+    fresh = {s for d in grid(name).decisions if d.role == "decides" for s in (d.seeds or ())}
+    return [r for r in results(name) if r["seed"] not in fresh]
+
+
 def info(name: str) -> dict:
     """The stored file's header: prediction, provenance (torch, device, date, seconds), check cell."""
     blob = store.load(grid(name))

@@ -13,6 +13,7 @@ whose controls select from the grid in the browser, and displays it in the way e
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from typing import Optional
@@ -184,7 +185,10 @@ class StaticExplorer:
         norm: str = "pre",
         name: str = "explorer",
         residual: bool = True,
+        look: str = "",
     ):
+        """``look``: one sentence, shown above the chart, on what to look for in this chapter."""
+        self.look = look
         self.rows = cached_grid_rows()
         self.spec = _name_dataset(explorer_chart(self.rows, depth, layerscale, norm, residual).to_dict())
         self.id = f"andrea-{name}"
@@ -193,7 +197,8 @@ class StaticExplorer:
     def html(self) -> str:
         spec = json.dumps(self.spec, separators=(",", ":"))
         opts = json.dumps({"start": self.start, "readoutShort": READOUT_SHORT})
-        return f"""<div class="andrea-explorer" id="{self.id}" role="figure"
+        look = f'<p class="andrea-explorer-look"><strong>What to look for:</strong> {html.escape(self.look)}</p>\n'
+        return f"""{look if self.look else ""}<div class="andrea-explorer" id="{self.id}" role="figure"
  aria-label="Interactive chart: gradient RMS and residual-stream RMS at every block boundary,
  for the chosen LayerScale λ, depth, norm placement, residual path, width and seed"></div>
 <p class="andrea-explorer-note">{_grid_note()} Any other setting is computed in your browser:
@@ -215,7 +220,8 @@ the same model, one forward and backward pass with TensorFlow.js, in a backgroun
         spec["$schema"] = VEGALITE_V5_SCHEMA
         spec["title"] = {
             "text": "Precomputed explorer",
-            "subtitle": _grid_note_lines()
+            "subtitle": ([f"What to look for: {self.look}"] if self.look else [])
+            + _grid_note_lines()
             + ["For any other value, use the live explorer (andrea.views.widgets.GradientFlowExplorer)."],
             "anchor": "start",
             "fontSize": 12,
