@@ -440,6 +440,34 @@ def test_no_visible_code_calls_the_books_bookkeeping(site, path):
     assert bad == [], f"{path}: visible code cells call the bookkeeping helpers: {bad}"
 
 
+_STAT_TERMS = re.compile(r"\b(intervals?|Holm|Fisher|TOST|calibrations?|nats|KL|inconclusive)\b", re.I)
+_NOT_STUDENT_PAGES = ("book/checking.html", "book/notation.html", "book/references.html", "book/sources.html")
+
+
+def _outside_folds(html: str) -> str:
+    """The page's article with its folds (<details>), code, scripts and styles taken out."""
+    body = html[html.find("<article") :] if "<article" in html else html
+    for tag in ("script", "style"):
+        body = re.sub(rf"<{tag}\b.*?</{tag}>", " ", body, flags=re.S)
+    while True:  # innermost folds first, so that nested ones go too
+        cut = re.sub(r"<details\b(?:(?!<details\b).)*?</details>", " ", body, flags=re.S)
+        if cut == body:
+            break
+        body = cut
+    return re.sub(r'<div class="cell_input.*?</pre>', " ", body, flags=re.S)
+
+
+@pytest.mark.parametrize("path", [p for p in site_pages() if p not in _NOT_STUDENT_PAGES] or ["book/intro.html"])
+def test_no_statistics_word_before_the_page_links_to_the_primer(site, path):
+    """Issue 33: a student meets interval, Holm, calibration, nats ... only after the page has pointed
+    to "How this book checks a claim" (the folds, for readers who open them, may use them freely)."""
+    body = _outside_folds((site / path).read_text(errors="replace"))
+    link = re.search(r'href="[^"]*checking\.html', body)
+    before = unescape(re.sub(r"<[^>]+>", " ", body[: link.start() if link else len(body)]))
+    words = sorted({m.group(0) for m in _STAT_TERMS.finditer(before)})
+    assert words == [], f"{path}: {words} appear before the page links to the primer (book/checking.md)"
+
+
 def test_the_visible_code_reader_sees_hidden_and_shown_cells():
     html = (
         '<div class="cell docutils container"><div class="cell_input docutils container"><pre>x = 1\n</pre></div></div>'
