@@ -116,7 +116,8 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "g_post_w g_pre_w hi_lr hi_post_nw hi_post_w hi_pre inv_emb_rms margin n_diverged "
             "n_plateau n_plateau_post plateau_kl post_grad_flat post_grad_jump post_needs_reason "
             "post_needs_verdict pre_act_growth pre_kl_min pre_reason pre_verdict unigram warm_calib "
-            "warm_pre warm_verdict warm_words worst_pre x_post_over_pre x_post_w x_pre_w tr_*"
+            "warm_pre warm_verdict warm_words worst_pre x_post_over_pre x_post_w x_pre_w tr_* "
+            "budget_words r2_budgets r2_seeds r2_share"
         ),
         # |RMS - 1| after the last LayerNorm: ε's effect at float32's resolution
         "rounding": "post_act_dev",
@@ -134,7 +135,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "g_m1 g_m3 gelu0 gelu0_t gelu_hi gelu_jump gelu_lo gelu_min gelu_min_x gpu_note main_lr "
             "max_err max_err_x other_lr other_seeds other_words pre64 pre64c pre768 rel_err relu_jump "
             "relu_verdict relu_words rule_detail rule_level rule_regimes rule_seeds rule_when "
-            "shazeer_gap shazeer_words std_corrected steps swiglu_words tanh_note tr_*"
+            "shazeer_gap shazeer_words std_corrected steps swiglu_words tanh_note tr_* r2_*"
         ),
         "timing": "speed_ratio",
     },
@@ -152,7 +153,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "calib_words claim_verdict cos50_plain cos96_gpt2 cos96_ls cos96_plain lam_fold lam_grad0 "
             "lam_max_end lam_share move18 move_without48 rescue_words rms_growth_gpt2 rms_growth_ls "
             "rms_growth_plain round1_verdict round1_words rule_words same_words scope_words small_lam two_words "
-            "w_grad0 tr_*"
+            "w_grad0 tr_* d80_*"
         ),
         # a relative move of 2e-07 per block: three float32 units (float64 reads 1.99e-07)
         "rounding": "move48",
@@ -160,15 +161,14 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "08_trained": {
         "exact": (
-            "along_1 along_late along_u bigram calib_early calib_late ctx dist_t_min dist_u ent_t_min "
-            "ent_u_min epochs files_train files_val first_t first_u g1_hi g1_lo g2_hi g2_lo gf heads "
-            "heads_words ind_t ind_u kl_11 kl_6 lens_0 lens_12 lens_6 lens_9 lens_u mb minutes "
-            "move_first move_hi move_lo move_u_first move_u_last n_ind n_modules n_pages n_params "
-            "n_prev n_probe_test n_probe_train n_seeds off_hi off_lo off_t off_u order_words "
-            "overall_label overall_why prev_t prev_u ratio_t ratio_u rms_b1 rms_emb rms_growth_u "
-            "rms_top second_t second_u tok_s tok_seen tok_train train_final uniform_ce unigram "
-            "val_final width win_t win_t_min win_u win_words words_current_token words_meaning "
-            "words_next_token words_phrase_structure words_position words_syntax"
+            "along_1 along_late along_u bigram calib_words copy_words ctx dist_t_min dist_u early_words "
+            "ent_t_min ent_u_min epochs files_train files_val first_rand g1_hi g1_lo g2_hi g2_lo gain_prose "
+            "gain_rand gf heads ind_prose ind_rand ind_u_prose ind_where kl_11 kl_6 lens_0 lens_12 lens_6 "
+            "lens_9 lens_u margin mb minutes move_first move_hi move_lo move_u_first move_u_last n_modules "
+            "n_pages n_params n_probe_test n_probe_train n_seeds off_hi off_lo off_t off_u overall_label "
+            "overall_why planted_late planted_mid prev_words rand_words ratio_t ratio_u repeat_gain rms_b1 "
+            "rms_emb rms_growth_u rms_top second_prose tok_s tok_seen tok_train train_final uniform_ce "
+            "unigram unrep val_final width win_t win_t_min win_u win_words words_*"
         ),
     },
     "checking": {
