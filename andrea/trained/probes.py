@@ -50,7 +50,7 @@ import sysconfig
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -347,11 +347,15 @@ def plant_direction(d_model: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def planted_features(model, ids: np.ndarray, bits: np.ndarray, batch: int = 16) -> np.ndarray:
+def planted_features(
+    model, ids: np.ndarray, bits: np.ndarray, batch: int = 16, clean: Optional[np.ndarray] = None
+) -> np.ndarray:
     """``features`` of a model whose block ``PLANT['block']`` adds the planted bit to its output
     (+m or -m along ``plant_direction``, m = ``PLANT['z']`` standard deviations of that output along
-    it, measured on these windows first); the blocks after it run on the changed stream."""
-    clean = features(model, ids, batch)[PLANT["block"]]
+    it, measured on these windows first); the blocks after it run on the changed stream. ``clean``:
+    that block's output without the bit, where the caller has it already (``features(...)[block]``)."""
+    if clean is None:
+        clean = features(model, ids, batch)[PLANT["block"]]
     u = plant_direction(clean.shape[1])
     m = PLANT["z"] * float((clean.astype(np.float64) @ u).std())
     del clean
@@ -467,12 +471,9 @@ def run_probes(trained, untrained, es: dict, seeds: int = PROBE_SEEDS) -> dict:
     out: dict = {t.name: {} for t in TASKS}
     for name, model in (("trained", trained), ("untrained", untrained)):
         for text in ("prose", "code"):
-            out.update(_merge(out, probe_text(name, model, text, es, seeds)))
+            for task, by_model in probe_text(name, model, text, es, seeds).items():
+                out[task].update(by_model)
     return out
-
-
-def _merge(out: dict, part: dict) -> dict:
-    return {t: {**out.get(t, {}), **part.get(t, {})} for t in set(out) | set(part)}
 
 
 def probe_text(name: str, model, text: str, es: dict, seeds: int = PROBE_SEEDS) -> dict:
@@ -484,7 +485,8 @@ def probe_text(name: str, model, text: str, es: dict, seeds: int = PROBE_SEEDS) 
             continue
         if task.name == "planted" and name == "trained":
             _, bits, _, _ = task_data(task, es)
-            out[task.name] = {name: probe_task(task, es, planted_features(model, es[f"{text}_ids"], bits), seeds)}
+            planted = planted_features(model, es[f"{text}_ids"], bits, clean=feats[PLANT["block"]])
+            out[task.name] = {name: probe_task(task, es, planted, seeds)}
         else:
             out[task.name] = {name: probe_task(task, es, feats, seeds)}
     return out
