@@ -82,6 +82,41 @@ def test_book_png_raises_small_fonts_and_records_its_audit():
     assert png_audit(_plain_png()) == {}
 
 
+def test_a_legend_over_the_data_moves_off_it_and_the_audit_says_where_one_is_left():
+    import json
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from andrea.views.legibility import book_png, legends_off_data, legends_on_data, png_audit
+
+    x = np.linspace(0, 1, 50)
+    fig, ax = plt.subplots()
+    ax.plot(x, 1 - x, label="falls")  # from the upper left corner to the lower right one
+    ax.plot(x, 0.5 + 0 * x, label="flat")
+    ax.legend(loc="upper left")  # on the falling line
+    assert legends_on_data(fig) and "axis 0" in legends_on_data(fig)[0]
+    legends_off_data(fig)
+    assert legends_on_data(fig) == []
+    assert ax.get_legend()._loc != 2  # 2: "upper left"
+    # nowhere free inside: the legend goes below everything drawn
+    fig2, ax2 = plt.subplots(figsize=(3, 2))
+    for k in range(12):
+        ax2.plot(x, (x * (k + 1)) % 1, label=f"seed {k}")
+    ax2.set_xlabel("step")
+    ax2.legend()
+    assert json.loads(png_audit(book_png(fig2))["andrea:legend-on-data"]) == []
+    r = fig2.canvas.get_renderer()
+    assert ax2.get_legend().get_window_extent(r).y1 < ax2.xaxis.label.get_window_extent(r).y0
+    # a figure legend drawn over an axis is recorded, not moved
+    fig3, ax3 = plt.subplots()
+    ax3.plot(x, x, label="rises")
+    fig3.legend(loc="center")
+    left = json.loads(png_audit(book_png(fig3))["andrea:legend-on-data"])
+    assert len(left) == 1 and left[0].startswith("axis 0: figure legend 0 covers"), left
+    plt.close("all")
+
+
 def _plain_png():
     import io
 

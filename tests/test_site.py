@@ -6,6 +6,7 @@ on a laptop: ``sudo apt-get install chromium``).
 
 import re
 import sys
+import time
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -217,6 +218,49 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
         _wait_for_text(pg, el_id, f"{want:.3g}" if want else "VANISHED")
         s4 = _explorer_state(pg, el_id)
         assert s4["lines"] != s3["lines"] and s4["points"] == 2 * (4 + 1)
+        assert p.errors == [] and p.external == []
+    finally:
+        p.close()
+
+
+def _y_ticks(pg, el_id):
+    """The tick labels of the explorer's y-axes (Vega names each axis group "Y-axis ..." for readers)."""
+    return pg.evaluate(
+        """id => [...document.getElementById(id).querySelectorAll('g.role-axis')]
+            .filter(a => (a.getAttribute('aria-label') || '').startsWith('Y-axis'))
+            .map(a => [...a.querySelectorAll('g.role-axis-label text')].map(t => t.textContent).join(' '))""",
+        el_id,
+    )
+
+
+def _y_ticks_change(pg, el_id, before, timeout_s=10.0):
+    """The y-axes' tick labels once they differ from ``before`` (Vega redraws asynchronously)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        now = _y_ticks(pg, el_id)
+        if now != before:
+            return now
+        pg.wait_for_timeout(100)
+    raise AssertionError(f"the y-axes did not change from {before}")
+
+
+def test_the_explorers_y_axes_can_be_held_fixed(browser, server):
+    """With the y-axes fixed, changing the setting leaves both axes where they are (the grid's range);
+    fitted again, they follow the setting."""
+    p = Page(browser, server, "book/07_layerscale.html")
+    try:
+        pg, el_id = p.page, "andrea-explorer-ch7"
+        pg.wait_for_function(f"document.getElementById('{el_id}').getAttribute('data-ready') === '1'", timeout=20000)
+        fitted = _y_ticks(pg, el_id)
+        assert len(fitted) == 2 and all(fitted), fitted
+        set_setting(pg, el_id, yfix="fixed")
+        fixed = _y_ticks_change(pg, el_id, fitted)
+        set_setting(pg, el_id, depth=1)  # one block: its values span far less than the grid's range
+        assert wait_drawn(pg, el_id) == "shipped"
+        pg.wait_for_timeout(300)
+        assert _y_ticks(pg, el_id) == fixed, "the fixed y-axes moved with the setting"
+        set_setting(pg, el_id, yfix="fit")  # the same setting, fitted: narrower axes
+        _y_ticks_change(pg, el_id, fixed)
         assert p.errors == [] and p.external == []
     finally:
         p.close()
@@ -551,7 +595,7 @@ def _open(browser, server, path, width, dark=False):
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_figure_text_is_at_least_nine_pixels_as_shown(site, browser, server, width):
+def test_figure_text_is_at_least_min_font_px_as_shown(site, browser, server, width):
     """Every figure's smallest text (recorded in the PNG by andrea.views.legibility.book_png), at the size
     the page shows the figure: at least legibility.MIN_FONT_PX on a desktop and on a phone."""
     from andrea.views.legibility import MIN_FONT_PX, png_audit
@@ -572,6 +616,24 @@ def test_figure_text_is_at_least_nine_pixels_as_shown(site, browser, server, wid
     assert n > 20, f"only {n} figures found"
     assert unaudited == [], f"figures not drawn through andrea.views.legibility.book_png: {unaudited}"
     assert small == [], f"figure text below {MIN_FONT_PX} px at {width} px: {small}"
+
+
+def test_no_figure_legend_covers_its_data(site):
+    """No legend is drawn over plotted points (andrea.views.legibility.legends_on_data, recorded in each
+    PNG after book_png moved what it could to a free corner or outside the axes)."""
+    import json
+
+    from andrea.views.legibility import png_audit
+
+    bad, n = [], 0
+    for png in sorted((site / "_images").glob("*.png")):
+        audit = png_audit(png.read_bytes())
+        if audit:
+            n += 1
+            if json.loads(audit["andrea:legend-on-data"]):
+                bad.append(f"{png.name[:12]}: {audit['andrea:legend-on-data']}")
+    assert n > 20, f"only {n} audited figures found"
+    assert bad == [], f"legends over the data: {bad}"
 
 
 def test_figure_lines_are_told_apart(site):

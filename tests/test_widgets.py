@@ -7,6 +7,7 @@ import pytest
 import traitlets
 
 from andrea.views import explorer as E
+from andrea.views.static_explorer import grid_extent
 from andrea.views.widgets import GradientFlowExplorer
 
 
@@ -16,7 +17,7 @@ def w():
 
 
 def test_initial_state(w):
-    assert set(w.controls) == {"layerscale", "depth", "norm", "residual", "width", "seed"}
+    assert set(w.controls) == {"layerscale", "depth", "norm", "residual", "width", "seed", "fixed_y"}
     assert w.report is not None and w.report.act_rms.shape == (13,)
     assert w.image.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert "gradient RMS at the embeddings" in w.readout.value
@@ -48,6 +49,27 @@ def test_each_control_drives_the_display(w, name, value, field):
     expected = E.probe(s, cache=None)
     assert np.allclose(w.figure_data["grad_rms"], expected.grad_rms, rtol=1e-6)
     assert w.report is w.cache.get((s, w.device)) or np.allclose(w.report.grad_rms, expected.grad_rms)
+
+
+def test_fixed_y_axes_hold_the_whole_grids_range_across_settings():
+    w = GradientFlowExplorer(depth=6, width=64)
+    fitted = w.figure_data["ylims"]
+    w.controls["fixed_y"].value = True
+    ext = grid_extent(E.grid_rows(), residual=True)
+    held = w.figure_data["ylims"]
+    assert np.allclose(held, [ext["grad"], ext["act"]]) and not np.allclose(held, fitted)
+    w.controls["depth"].value = 48  # another setting: the axes stay where they were
+    assert np.allclose(w.figure_data["ylims"], held)
+    # every shipped value of both panels lies inside them
+    rows = [r for r in E.grid_rows() if r["res"] == "on"]
+    for k, field in enumerate(("grad", "act")):
+        v = [r[field] for r in rows if r[field] is not None]
+        assert held[k][0] < min(v) and max(v) < held[k][1]
+    w.controls["residual"].value = False  # the path off: the range of the grid's residual-free settings
+    off = grid_extent(E.grid_rows(), residual=False)
+    assert np.allclose(w.figure_data["ylims"], [off["grad"], off["act"]]) and off["grad"][0] < ext["grad"][0] / 1e30
+    w.controls["fixed_y"].value = False  # off again: the axis fits the setting shown
+    assert not np.allclose(w.figure_data["ylims"], held)
 
 
 def test_readout_shows_the_ratio_of_the_displayed_report():

@@ -138,7 +138,9 @@ class Site:
         return page
 
 
-def set_setting(page, el_id: str, loglam=None, depth=None, norm=None, res=None, width=None, seed=None) -> None:
+def set_setting(
+    page, el_id: str, loglam=None, depth=None, norm=None, res=None, width=None, seed=None, yfix=None
+) -> None:
     """Move the explorer's controls as a reader would (each change fires the page's input event)."""
     sel = f"#{el_id}"
     if loglam is not None:
@@ -158,6 +160,8 @@ def set_setting(page, el_id: str, loglam=None, depth=None, norm=None, res=None, 
         page.locator(f"{sel} select[name=width]").select_option(str(width))
     if seed is not None:
         page.locator(f"{sel} input[name=seed]").fill(str(seed))
+    if yfix is not None:  # "fit" or "fixed"
+        page.locator(f"{sel} input[name=yfix][value={yfix}]").check()
 
 
 def wait_drawn(page, el_id: str, timeout_ms: int = 120_000) -> str:

@@ -1,7 +1,8 @@
 """Legibility: what a reader's eyes need from a figure, measured on its artists.
 
 ``book_png`` draws a figure as the book shows it and records its audit (the smallest font, lines a
-reader cannot tell apart, each named line's colour) in the PNG; ``png_audit`` reads it back (the
+reader cannot tell apart, legends drawn over the data, each named line's colour) in the PNG; it moves
+a legend that covers plotted points to a free corner of its axes, or below the figure; ``png_audit`` reads it back (the
 site's tests do, on every figure of the built book); ``show_legibly`` makes IPython draw every
 figure through ``book_png``.
 """
@@ -13,7 +14,7 @@ import io
 import matplotlib
 import matplotlib.colors
 
-MIN_FONT_PX = 9.0  # the smallest text a reader is shown, in CSS pixels
+MIN_FONT_PX = 10.0  # the smallest text a reader is shown, in CSS pixels
 # The widest a figure is shown: the text column at 1280 px is 672 px; on a phone a figure keeps
 # 640 px inside a box that scrolls sideways (book/_static/andrea.css), so its text stays legible.
 SHOWN_AT_MOST_PX = 640
@@ -92,14 +93,115 @@ def legible(fig, dpi: float = 100) -> float:
     return min((t.get_fontsize() * dpi / 72 for t in _texts(fig)), default=float("inf"))
 
 
+def _data_points(ax, n: int = 24):
+    """Display coordinates of what ``ax`` plots: every line's points, with ``n`` points along each
+    segment (a straight stretch between two far points still crosses what lies between them), and
+    every scatter's points."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+
+    pts = []
+    for ln in ax.get_lines():
+        if not ln.get_visible() or not ln.get_transform().contains_branch(ax.transData):
+            continue
+        xy = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float))
+        xy = xy[np.isfinite(xy).all(1)]
+        if len(xy) >= 2:
+            t = np.linspace(0, 1, n)[:, None, None]
+            xy = (xy[:-1][None] * (1 - t) + xy[1:][None] * t).reshape(-1, 2)
+        pts.append(xy)
+    for c in ax.collections:
+        if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets()):
+            xy = c.get_offset_transform().transform(np.asarray(c.get_offsets(), dtype=float))
+            pts.append(xy[np.isfinite(xy).all(1)])
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def _covers(legend, ax, renderer) -> int:
+    """How many of ``ax``'s plotted points (``_data_points``) lie under ``legend``'s box."""
+    box = legend.get_window_extent(renderer)
+    xy = _data_points(ax)
+    if not len(xy):
+        return 0
+    inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
+    return int(inside.sum())
+
+
+_CORNERS = ("upper right", "upper left", "lower left", "lower right", "center right", "center left", "upper center")
+
+
+def _bottom_row(fig, ax) -> bool:
+    """No other axis of ``fig`` lies below ``ax`` (with a horizontal overlap)."""
+    b = ax.get_position()
+    return not any(
+        o is not ax and o.get_position().y1 <= b.y0 + 1e-6 and o.get_position().x0 < b.x1 and o.get_position().x1 > b.x0
+        for o in fig.axes
+    )
+
+
+def legends_off_data(fig) -> None:
+    """Move every axis legend that covers plotted points to the first corner of its axes where it
+    covers none; where there is none, below everything drawn (an axis of the bottom row), else to the
+    corner where it covers the fewest. A legend anchored by hand is left where it is."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    below = []
+    for ax in fig.axes:
+        lg = ax.get_legend()
+        if lg is None or lg._bbox_to_anchor is not None:  # matplotlib keeps None unless bbox_to_anchor was given
+            continue
+        if not _covers(lg, ax, renderer):
+            continue
+        cost = {}
+        for loc in _CORNERS:
+            lg.set_loc(loc)
+            cost[loc] = _covers(lg, ax, renderer)
+            if not cost[loc]:
+                break
+        lg.set_loc(min(cost, key=cost.get))
+        if cost[min(cost, key=cost.get)] and _bottom_row(fig, ax):
+            below.append(ax)
+    if below:
+        # under the lowest text of the figure (tick labels, x labels, a provenance line), in figure coordinates
+        lowest = min(
+            [a.get_tightbbox(renderer).y0 for a in fig.axes]
+            + [t.get_window_extent(renderer).y0 for t in fig.texts if t.get_visible() and t.get_text().strip()]
+        )
+        y = (lowest - 4) / fig.bbox.height
+        for ax in below:
+            lg = ax.get_legend()
+            box = ax.get_position()
+            lg.set_loc("upper center")
+            lg.set_bbox_to_anchor(((box.x0 + box.x1) / 2, y), transform=fig.transFigure)
+    fig.canvas.draw()
+
+
+def legends_on_data(fig) -> list[str]:
+    """Legends that cover plotted points: an axis's own over its data, a figure's over any axis's."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    bad = []
+    for k, ax in enumerate(fig.axes):
+        lg = ax.get_legend()
+        if lg is not None and _covers(lg, ax, renderer):
+            bad.append(f"axis {k}: its legend covers {_covers(lg, ax, renderer)} plotted points")
+        for j, flg in enumerate(fig.legends):
+            if _covers(flg, ax, renderer):
+                bad.append(f"axis {k}: figure legend {j} covers {_covers(flg, ax, renderer)} plotted points")
+    return bad
+
+
 def book_png(fig, dpi: float = 100) -> bytes:
     """The figure as the book shows it (a tight PNG), with its legibility audit in the PNG's text
     chunks: ``andrea:min-font-px`` (smallest font, in the PNG's pixels), ``andrea:same-look``
-    (lines a reader cannot tell apart) and ``andrea:colours`` (each named line's colour).
+    (lines a reader cannot tell apart), ``andrea:legend-on-data`` (legends over plotted points, after
+    ``legends_off_data`` moved what it could) and ``andrea:colours`` (each named line's colour).
     ``tests/test_site.py`` reads them from the built site."""
     import json
 
-    min_px = legible(fig, dpi)
+    legible(fig, dpi)
+    legends_off_data(fig)
+    min_px = legible(fig, dpi)  # a legend moved outside widens the figure: its fonts are checked again
     colours = {
         ln.get_label(): matplotlib.colors.to_hex(ln.get_color())
         for ax in fig.axes
@@ -109,6 +211,7 @@ def book_png(fig, dpi: float = 100) -> bytes:
     meta = {
         "andrea:min-font-px": f"{min_px:.2f}",
         "andrea:same-look": json.dumps(same_look(fig)),
+        "andrea:legend-on-data": json.dumps(legends_on_data(fig)),
         "andrea:colours": json.dumps(colours, ensure_ascii=True),
     }
     buf = io.BytesIO()

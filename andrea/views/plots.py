@@ -184,7 +184,10 @@ class ExplorerFigure:
         title: str = "",
         device: str = "cpu",
         seed: Optional[int] = 0,
+        ylims: Optional[dict] = None,
     ):
+        """Draw ``report`` (and ``reference``). ``ylims``: {"grad_rms": (lo, hi), "act_rms": (lo, hi)} to
+        hold the y-axes fixed (e.g. ``static_explorer.grid_extent``); by default each axis fits this setting."""
         n = report.n_layer
         for i, (field, _, _) in enumerate(self.PANELS):
             ax, line, ref = self.axes[i], self.lines[i], self.ref_lines[i]
@@ -199,7 +202,9 @@ class ExplorerFigure:
                 [y[np.isfinite(y)]] + ([positive(getattr(reference, field))] if reference is not None else [])
             )
             values = values[np.isfinite(values)]
-            if len(values):
+            if ylims is not None:
+                ax.set_ylim(*ylims[field])
+            elif len(values):
                 lo, hi = values.min(), values.max()
                 pad = (hi / lo) ** 0.08 if hi > lo else 2.0
                 ax.set_ylim(lo / pad, hi * pad)

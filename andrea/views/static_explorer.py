@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 from typing import Optional
 
@@ -30,6 +31,24 @@ VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 def cached_grid_rows() -> list[dict]:
     """The chart's rows (shipped measurements; measured live only when the shipped file is stale)."""
     return E.grid_rows()
+
+
+def grid_extent(rows: list[dict], residual: bool = True) -> dict:
+    """{"grad": (lo, hi), "act": (lo, hi)}: the smallest and largest finite positive value of each panel
+    over the settings of ``rows`` (``explorer.grid_rows``) with the residual path on (or off), padded a
+    little: the fixed y-axes that let a reader compare settings by eye. (With the path off, gradients
+    fall by up to 45 decades; with it on, they stay within two, so the two are held apart.)"""
+    out = {}
+    res = "on" if residual else "off"
+    for field in ("grad", "act"):
+        v = [r[field] for r in rows if r["res"] == res and r[field] is not None]
+        v = [x for x in v if math.isfinite(x) and x > 0]
+        if not v:
+            raise ValueError(f"grid_extent: no finite positive {field!r} value with the residual path {res}")
+        lo, hi = min(v), max(v)
+        pad = (hi / lo) ** 0.04 if hi > lo else 2.0
+        out[field] = (lo / pad, hi * pad)
+    return out
 
 
 def _grid_note_lines() -> list[str]:
@@ -67,8 +86,8 @@ def explorer_chart(
     norm: str = "pre",
     residual: bool = True,
 ):
-    """A Vega-Lite chart with four bound controls (λ, depth, norm, residual) over the
-    precomputed rows."""
+    """A Vega-Lite chart with five bound controls (λ, depth, norm, residual, and fixed or fitted
+    y-axes) over the precomputed rows."""
     lam0 = E.lambda_label(layerscale)
     if (
         lam0 not in {E.lambda_label(v) for v in E.GRID_LAMBDAS}
@@ -95,6 +114,9 @@ def explorer_chart(
         value="on" if residual else "off",
         bind=alt.binding_radio(options=["on", "off"], name="residual path "),
     )
+    yfix = alt.param(
+        name="yfix", value="fit", bind=alt.binding_radio(options=["fit", "fixed"], name="y-axes ")
+    )  # "fixed": both axes span the whole grid (grid_extent), so settings compare by eye
     # Unbound here: on the site, the page's controls set them and its model measures any setting
     # off the grid (book/_static/andrea_explorer.js); the shipped rows are width 128, seed 0.
     wid = alt.param(name="width", value=E.DEFAULT_WIDTH)
@@ -127,7 +149,18 @@ def explorer_chart(
         cur = current.mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=18)).encode(
             x=x, y=y, color=color, tooltip=tip
         )
-        return alt.layer(ref, cur).properties(width=255, height=220, title=title)  # two panels fit the page column
+        # Two invisible points at the grid's range (its settings with this residual path), there only
+        # while the axes are fixed: the y scale, shared by the layers, then spans them whatever is shown.
+        bounds = (
+            base.transform_filter(
+                f"yfix == 'fixed' && datum.res == res && isFinite(datum.{field}) && datum.{field} > 0"
+            )
+            .transform_aggregate(lo=f"min({field})", hi=f"max({field})")
+            .transform_fold(["lo", "hi"], as_=["end", field])
+            .mark_point(opacity=0, size=1)
+            .encode(y=y)
+        )
+        return alt.layer(ref, cur, bounds).properties(width=255, height=220, title=title)  # two panels fit
 
     readout = (
         current.transform_filter("datum.boundary == 0")
@@ -146,7 +179,7 @@ def explorer_chart(
             ),
             readout,
         )
-        .add_params(lam, dep, nrm, res, wid, seed, prefix)
+        .add_params(lam, dep, nrm, res, yfix, wid, seed, prefix)
         .configure_view(stroke=None)
         .configure_axis(grid=True, gridOpacity=0.3)
     )

@@ -21,6 +21,7 @@ from ..device import check_device, pick_device
 from ..measure.probe import GradientReport
 from . import explorer as E
 from .plots import ExplorerFigure
+from .static_explorer import grid_extent
 
 LABEL_WIDTH = "130px"
 
@@ -37,7 +38,10 @@ def _row(label: str, control: W.Widget) -> W.HBox:
 
 class GradientFlowExplorer(W.VBox):
     """Vary LayerScale lambda, depth, norm placement, residual path, width and seed; watch the
-    gradient RMS at every block boundary (and the residual stream's size) of a fresh model."""
+    gradient RMS at every block boundary (and the residual stream's size) of a fresh model.
+    ``fixed_y``: hold both y-axes at the range of the shipped grid's settings with the same residual path
+    (``static_explorer.grid_extent``), so that two settings can be compared by eye; off, each axis fits
+    the setting shown."""
 
     def __init__(
         self,
@@ -48,6 +52,7 @@ class GradientFlowExplorer(W.VBox):
         width: int = E.DEFAULT_WIDTH,
         seed: int = 0,
         device: Optional[str] = None,
+        fixed_y: bool = False,
     ):
         self.device = str(check_device(device)) if device is not None else pick_device()
         widths = E.WIDTH_CHOICES_GPU if self.device.startswith("cuda") else E.WIDTH_CHOICES_CPU
@@ -73,6 +78,7 @@ class GradientFlowExplorer(W.VBox):
             "residual": W.Checkbox(value=residual, indent=False),
             "width": W.Dropdown(options=list(widths), value=width, layout=W.Layout(width="120px")),
             "seed": W.IntText(value=seed, layout=W.Layout(width="120px")),
+            "fixed_y": W.Checkbox(value=fixed_y, description="the grid's range", indent=False),
         }
         labels = {
             "layerscale": "LayerScale λ₀",
@@ -81,6 +87,7 @@ class GradientFlowExplorer(W.VBox):
             "residual": "residual path",
             "width": "width d_model",
             "seed": "seed",
+            "fixed_y": "fixed y-axes",
         }
         self.image = W.Image(format="png", layout=W.Layout(width="100%", max_width="900px"))
         self.readout = W.HTML()
@@ -90,7 +97,8 @@ class GradientFlowExplorer(W.VBox):
         self.reference: Optional[GradientReport] = None
         self.figure_data: dict = {}
         self._figure = ExplorerFigure()
-        self._png: dict = {}  # rendered figure per setting: a setting seen before is shown instantly
+        self._png: dict = {}  # rendered figure per (setting, fixed axes): a setting seen before is shown instantly
+        self._extent: dict = {}  # the shipped grid's range per residual path, for the fixed y-axes
         self._last_good = E.Setting(
             layerscale=layerscale, depth=depth, norm=norm, residual=residual, width=width, seed=seed
         )
@@ -98,7 +106,7 @@ class GradientFlowExplorer(W.VBox):
             w.observe(self._on_change, names="value")
         c = self.controls
         left = W.VBox([_row(labels[k], c[k]) for k in ("layerscale", "depth", "norm")])
-        right = W.VBox([_row(labels[k], c[k]) for k in ("residual", "width", "seed")])
+        right = W.VBox([_row(labels[k], c[k]) for k in ("residual", "width", "seed", "fixed_y")])
         super().__init__(
             [
                 W.HBox([left, right], layout=W.Layout(flex_flow="row wrap", grid_gap="8px 24px")),
@@ -147,18 +155,27 @@ class GradientFlowExplorer(W.VBox):
         r = self.report = E.probe(s, self.device, self.cache)
         self.reference = E.probe(s.reference(), self.device, self.cache) if s.reference() != s else None
         cached = self.cache.hits - hits == (2 if self.reference is not None else 1)
-        png = self._png.get(s) if cached else None
-        if png is None:
-            self._figure.update(r, self.reference, title=s.label(), device=self.device, seed=s.seed)
-            png = self._png[s] = self._figure.png()
+        fixed = self.controls["fixed_y"].value
+        drawn = self._png.get((s, fixed)) if cached else None
+        if drawn is None:
+            ylims = None
+            if fixed:
+                if s.residual not in self._extent:  # once per residual path: the shipped grid's settings
+                    self._extent[s.residual] = grid_extent(E.grid_rows(), s.residual)
+                ext = self._extent[s.residual]
+                ylims = {"grad_rms": ext["grad"], "act_rms": ext["act"]}
+            self._figure.update(r, self.reference, title=s.label(), device=self.device, seed=s.seed, ylims=ylims)
+            drawn = self._png[s, fixed] = (self._figure.png(), [ax.get_ylim() for ax in self._figure.axes])
             if len(self._png) > self.cache.maxsize:
                 self._png.pop(next(iter(self._png)))  # drop the oldest
+        png, ylims_shown = drawn
         self.figure_data = {
             "setting": s,
             "grad_rms": r.grad_rms.copy(),
             "act_rms": r.act_rms.copy(),
             "status": r.status,
             "reference_grad_rms": None if self.reference is None else self.reference.grad_rms.copy(),
+            "ylims": ylims_shown,  # each panel's (bottom, top), as drawn
         }
         colour = {"ok": "#0072B2", "diverged": "#D55E00", "vanished": "#D55E00"}[r.status]
         self.readout.value = f"<b style='color:{colour}'>{E.summary(r)}</b>"

@@ -119,6 +119,7 @@
     var seed = html("input", {type: "number", name: "seed", id: id + "-seed", min: 0, max: 10000, step: 1, value: 0});
     wid.appendChild(seedL); wid.appendChild(seed);
     box.appendChild(wid);
+    radios(box, "yfix", ["fit", "fixed"], "fit", "y-axes");  // fixed: the shipped grid's whole range
     return box;
   }
 
@@ -135,6 +136,7 @@
       residual: q("input[name=res]:checked").value === "on",
       width: Number(q("select[name=width]").value),
       seed: seed,
+      yfix: q("input[name=yfix]:checked").value,
     };
   }
 
@@ -190,7 +192,8 @@
 
       function draw(s, pending) {
         view.signal("lam", lamLabel(s.layerscale)).signal("depth", s.depth).signal("norm", s.norm)
-          .signal("res", s.residual ? "on" : "off").signal("width", s.width).signal("seed", s.seed);
+          .signal("res", s.residual ? "on" : "off").signal("width", s.width).signal("seed", s.seed)
+          .signal("yfix", s.yfix || "fit");
         return view.runAsync().then(function () {
           return new Promise(function (ok) { requestAnimationFrame(function () { ok(); }); });
         }).then(function () {
