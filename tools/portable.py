@@ -117,7 +117,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "n_plateau n_plateau_post plateau_kl post_grad_flat post_grad_jump post_needs_reason "
             "post_needs_verdict pre_act_growth pre_kl_min pre_reason pre_verdict unigram warm_calib "
             "warm_pre warm_verdict warm_words worst_pre x_post_over_pre x_post_w x_pre_w tr_* "
-            "budget_words r2_budgets r2_seeds r2_share"
+            "budget_words r2_*"
         ),
         # |RMS - 1| after the last LayerNorm: ε's effect at float32's resolution
         "rounding": "post_act_dev",
