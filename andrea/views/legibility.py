@@ -111,8 +111,9 @@ def _data_points(ax, n: int = 24):
             xy = (xy[:-1][None] * (1 - t) + xy[1:][None] * t).reshape(-1, 2)
         pts.append(xy)
     for c in ax.collections:
-        if isinstance(c, PathCollection) and c.get_visible() and len(c.get_offsets()):
-            xy = c.get_offset_transform().transform(np.asarray(c.get_offsets(), dtype=float))
+        offsets = np.asarray(c.get_offsets(), dtype=float) if isinstance(c, PathCollection) else np.zeros((0, 2))
+        if c.get_visible() and len(offsets):
+            xy = c.get_offset_transform().transform(offsets)
             pts.append(xy[np.isfinite(xy).all(1)])
     return np.concatenate(pts) if pts else np.zeros((0, 2))
 
@@ -152,14 +153,15 @@ def legends_off_data(fig) -> None:
             continue
         if not _covers(lg, ax, renderer):
             continue
-        cost = {}
+        cost: dict[str, int] = {}
         for loc in _CORNERS:
             lg.set_loc(loc)
             cost[loc] = _covers(lg, ax, renderer)
             if not cost[loc]:
                 break
-        lg.set_loc(min(cost, key=cost.get))
-        if cost[min(cost, key=cost.get)] and _bottom_row(fig, ax):
+        best = min(cost, key=lambda loc: cost[loc])
+        lg.set_loc(best)
+        if cost[best] and _bottom_row(fig, ax):
             below.append(ax)
     if below:
         # under the lowest text of the figure (tick labels, x labels, a provenance line), in figure coordinates
