@@ -45,6 +45,7 @@ MODULE_SECONDS = {
     "test_trained.py": 95,
     "test_exercises.py": 80,
     "test_page_model.py": 42,
+    "test_attention_page.py": 60,
     "test_lab_ui.py": 41,
     "test_train.py": 40,
     "test_labs.py": 30,

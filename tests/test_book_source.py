@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 CHAPTERS = sorted((ROOT / "book").glob("0*.md"))
-PAGES = CHAPTERS + [ROOT / "book" / "papers.md"]
+PAGES = [ROOT / "book" / "attention.md"] + CHAPTERS + [ROOT / "book" / "papers.md"]
 LABS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
@@ -142,7 +142,9 @@ def test_config_is_offline_and_strict():
     assert "sphinx_exercise" in CONFIG["sphinx"]["extra_extensions"]
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [ROOT / "book" / "attention.md", ROOT / "book" / "checking.md"] + CHAPTERS, ids=lambda p: p.name
+)
 def test_colab_copy_reads_like_the_book(path):
     """colab/<chapter>.ipynb: the chapter's code, the text with the glued values written in, outputs."""
     copy = ROOT / "colab" / f"{path.stem}.ipynb"
@@ -264,14 +266,15 @@ def test_every_analysis_call_has_a_source_toggle():
 
 def _only_glues(src):
     """A cell that computes nothing a reader needs to see: the install cell, glue(...) calls, imports,
-    a bare name that displays a value computed in a visible cell, or the site's static explorer."""
+    a bare name that displays a value computed in a visible cell, or the site's static explorer or
+    attention viewer."""
     if "andrea @ git+" in src:
         return True
     for st in ast.parse(src).body:
         call = st.value if isinstance(st, ast.Expr) else None
         if isinstance(st, ast.ImportFrom) or isinstance(call, ast.Name):
             continue
-        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in {"glue", "StaticExplorer"}:
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in {"glue", "StaticExplorer", "viewer"}:
             continue
         if isinstance(call, ast.Call) and _is_diagram(call):
             continue

@@ -332,6 +332,32 @@ def test_static_explorer_computes_settings_off_the_grid_in_the_page(browser, ser
         p.close()
 
 
+def test_attention_viewer_runs_on_the_built_site(browser, server):
+    """Issue 33: the attention chapter's viewer computes a head's weights on the reader's own text in the
+    page (the network blocked): typing redraws the map with the book's tokens, the main thread stays free."""
+    from andrea.training.data import get_tokenizer
+
+    p = Page(browser, server, "book/attention.html")
+    try:
+        pg = p.page
+        el_id = pg.locator(".andrea-attention").first.get_attribute("id")
+        drawn = "([id, n]) => { const e = document.getElementById(id); return e.getAttribute('data-state') === 'drawn'"
+        pg.wait_for_function(drawn + " && e.getAttribute('data-tokens') !== n; }", arg=[el_id, ""], timeout=60000)
+        assert pg.get_attribute(f"#{el_id}", "data-model") == "trained"
+        pg.evaluate(_WATCH_LONG_TASKS)
+        text = "for key in sorted(d): print(key, d[key])"
+        n = len(get_tokenizer("bpe").encode(text))
+        pg.fill(f"#{el_id} textarea", text)
+        pg.wait_for_function(drawn + " && e.getAttribute('data-tokens') === n; }", arg=[el_id, str(n)], timeout=60000)
+        assert pg.locator(f"#{el_id} rect[data-q]").count() == n * (n + 1) // 2  # causal: t sees 0..t
+        longest = pg.evaluate("() => Math.max(0, ...window.andreaLongTasks)")
+        assert longest < 250, f"the main thread was blocked for {longest:.0f} ms"
+        assert p.external == [], f"requests left localhost: {p.external}"
+        assert p.failed == [] and p.errors == [], (p.failed, p.errors)
+    finally:
+        p.close()
+
+
 _WATCH_LONG_TASKS = """() => {
   window.andreaLongTasks = [];
   new PerformanceObserver(l => l.getEntries().forEach(e => window.andreaLongTasks.push(e.duration)))
@@ -355,6 +381,7 @@ def test_launch_buttons_open_notebooks_that_exist(site):
     gh = repo.replace("https://github.com/", "")
     root = SITE.parents[1]
     pages = list(site.glob("book/0*.html")) + list(site.glob("notebooks/*.html"))
+    pages += [site / "book" / "attention.html", site / "book" / "checking.html"]
     assert pages
     for page in pages:
         html = page.read_text()

@@ -168,7 +168,8 @@ def colab_notebook(executed: Path) -> nbformat.NotebookNode:
 
 
 def main() -> int:
-    chapters = sorted((ROOT / "book").glob("0*.md"))
+    # the chapters, and the pages before them that run code (their Colab buttons open these copies)
+    chapters = sorted((ROOT / "book").glob("0*.md")) + [ROOT / "book" / "attention.md", ROOT / "book" / "checking.md"]
     missing = [c.stem for c in chapters if not (EXECUTED / f"{c.stem}.ipynb").exists()]
     if missing:
         print(f"make_colab: no executed notebook for {missing} in {EXECUTED}: run `make book` first", file=sys.stderr)

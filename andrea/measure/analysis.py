@@ -355,42 +355,6 @@ def trace_token(model: Andrea, idx: torch.Tensor, position: int, batch_row: int 
 
 
 @torch.no_grad()
-def attention_head(model: Andrea, idx: torch.Tensor, position: int, head: int = 0, batch_row: int = 0) -> dict:
-    """One attention head of block 1, computed by hand for the token at ``position``: its query
-    against the keys of tokens 0..position (scaled by 1/sqrt(head size)), the causal mask, the
-    softmax, and the weighted sum of the values; compared with what the model's fused kernel
-    (``scaled_dot_product_attention``) returns for the same head and token.
-
-    Returns {"scores", "weights" (over positions 0..position), "future_weight" (the weight the
-    masked positions get: 0), "entropy" (nats), "uniform_entropy" (log(position + 1)),
-    "out_norm", "max_diff" (hand vs kernel), "head_dim"}."""
-    if not 0 <= head < model.config.n_head:
-        raise ValueError(f"head must be in 0..{model.config.n_head - 1}, got {head}")
-    if not 0 <= position < idx.shape[1]:
-        raise ValueError(f"position must be in 0..{idx.shape[1] - 1}, got {position}")
-    blk = blocks(model)[0]
-    q, k, v = blk.attn.split_heads(blk.ln_1(model.embed(idx)))  # (B, H, T, hs)
-    hs = q.shape[-1]
-    qi, K, V = q[batch_row, head, position], k[batch_row, head], v[batch_row, head]
-    scores = K @ qi / hs**0.5  # (T,): this query against every key
-    mask = torch.arange(K.shape[0]) > position  # the future: not visible to this token
-    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=0)
-    out = weights @ V  # (hs,): the head's output for this token
-    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)[batch_row, head, position]
-    w = weights[: position + 1]
-    return {
-        "scores": scores[: position + 1].numpy(),
-        "weights": w.numpy(),
-        "future_weight": float(weights[position + 1 :].sum()),
-        "entropy": float(-(w * torch.log(w.clamp_min(1e-30))).sum()),
-        "uniform_entropy": float(np.log(position + 1)),
-        "out_norm": float(out.norm()),
-        "max_diff": float((out - fused).abs().max()),
-        "head_dim": hs,
-    }
-
-
-@torch.no_grad()
 def attention_maps(model: Andrea, idx: torch.Tensor) -> list[torch.Tensor]:
     """Every block's causal attention probabilities as the model computes them, (B, H, T, T) per
     block (queries and keys from the block's input, after ln_1 in a pre-norm stack)."""

@@ -45,6 +45,22 @@ from .checks import (
 
 
 # ---------------------------------------------------------------------------------------------
+# Attention (the chapter before chapter 1)
+# ---------------------------------------------------------------------------------------------
+def check_attention(fn: Callable) -> Check:
+    """fn(q, k, v) -> one causal attention head's output, (T, head size), from its queries, keys and
+    values (each (T, head size)): scores q_t . k_s / sqrt(head size), the future masked, a softmax per
+    row, the weighted sum of the values. Judged against ``scaled_dot_product_attention``."""
+    cases = []
+    for seed, (T, hs) in enumerate(((5, 4), (12, 32), (1, 8))):
+        g = torch.Generator().manual_seed(seed)
+        q, k, v = (torch.randn(T, hs, generator=g) * 2 for _ in range(3))
+        want = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True)[0]
+        cases.append({"args": (q, k, v), "desc": f"{T} tokens, head size {hs}", "want": want})
+    return _run("check_attention", cases, fn, lambda got, c: _close(got, c["want"], 1e-5))
+
+
+# ---------------------------------------------------------------------------------------------
 # Chapter 1
 # ---------------------------------------------------------------------------------------------
 def check_stream_decomposition(fn: Callable) -> Check:

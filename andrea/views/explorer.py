@@ -301,28 +301,32 @@ def build_shipped(progress=None) -> dict:
     return blob
 
 
+def setting_rows(s: Setting, r: GradientReport) -> list[dict]:
+    """One setting's measurement as the chart's tidy data: one row per block boundary."""
+    ratio = r.grad_ratio
+    rows = []
+    for b in range(s.depth + 1):
+        g, a = float(r.grad_rms[b]), float(r.act_rms[b])
+        rows.append(
+            {
+                "lam": lambda_label(s.layerscale),
+                "depth": s.depth,
+                "norm": s.norm,
+                "res": "on" if s.residual else "off",
+                "width": s.width,
+                "boundary": b,
+                "grad": _sig(g, 4) if math.isfinite(g) and g > 0 else None,
+                "act": _sig(a, 4) if math.isfinite(a) and a > 0 else None,
+                "status": r.status,
+                "ratio": _sig(ratio, 4) if math.isfinite(ratio) else None,
+            }
+        )
+    return rows
+
+
 def grid_rows() -> list[dict]:
     """Every setting of the static grid, one row per (setting, boundary): tidy data for the chart."""
-    rows = []
-    for s in grid_settings():
-        r = probe(s, cache=None)
-        ratio = r.grad_ratio
-        for b in range(s.depth + 1):
-            g, a = float(r.grad_rms[b]), float(r.act_rms[b])
-            rows.append(
-                {
-                    "lam": lambda_label(s.layerscale),
-                    "depth": s.depth,
-                    "norm": s.norm,
-                    "res": "on" if s.residual else "off",
-                    "boundary": b,
-                    "grad": _sig(g, 4) if math.isfinite(g) and g > 0 else None,
-                    "act": _sig(a, 4) if math.isfinite(a) and a > 0 else None,
-                    "status": r.status,
-                    "ratio": _sig(ratio, 4) if math.isfinite(ratio) else None,
-                }
-            )
-    return rows
+    return [row for s in grid_settings() for row in setting_rows(s, probe(s, cache=None))]
 
 
 def summary(report: GradientReport) -> str:

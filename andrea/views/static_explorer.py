@@ -26,6 +26,7 @@ from .plots import PALETTE, REFERENCE_GREY
 
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+SITE_WIDTHS = (32, 64, 96, 128)  # the widths the page's model (book/_static/andrea_flow.js) takes
 
 
 def cached_grid_rows() -> list[dict]:
@@ -67,8 +68,8 @@ def _grid_note() -> str:
 
 READOUT = "gradient RMS at the embeddings / at the top of the stack = "
 READOUT_SHORT = "embeddings / top gradient RMS = "
-COLUMNS = ("lam", "depth", "norm", "res", "boundary", "grad", "act", "status", "ratio")
-NUMERIC = ("depth", "boundary", "grad", "act", "ratio")
+COLUMNS = ("lam", "depth", "norm", "res", "width", "boundary", "grad", "act", "status", "ratio")
+NUMERIC = ("depth", "width", "boundary", "grad", "act", "ratio")
 
 
 def _csv(rows: list[dict]) -> str:
@@ -85,9 +86,10 @@ def explorer_chart(
     layerscale: Optional[float] = None,
     norm: str = "pre",
     residual: bool = True,
+    width: int = E.DEFAULT_WIDTH,
 ):
     """A Vega-Lite chart with five bound controls (λ, depth, norm, residual, and fixed or fitted
-    y-axes) over the precomputed rows."""
+    y-axes) over the precomputed rows, opening at ``width`` (rows of that width must be among them)."""
     lam0 = E.lambda_label(layerscale)
     if (
         lam0 not in {E.lambda_label(v) for v in E.GRID_LAMBDAS}
@@ -118,8 +120,9 @@ def explorer_chart(
         name="yfix", value="fit", bind=alt.binding_radio(options=["fit", "fixed"], name="y-axes ")
     )  # "fixed": both axes span the whole grid (grid_extent), so settings compare by eye
     # Unbound here: on the site, the page's controls set them and its model measures any setting
-    # off the grid (book/_static/andrea_explorer.js); the shipped rows are width 128, seed 0.
-    wid = alt.param(name="width", value=E.DEFAULT_WIDTH)
+    # off the grid (book/_static/andrea_explorer.js); the shipped rows are width 128, seed 0, and a chapter
+    # that opens at another width adds its setting's rows, measured when the page is built.
+    wid = alt.param(name="width", value=width)
     seed = alt.param(name="seed", value=0)
     prefix = alt.param(name="readout", value=READOUT)  # the page sets READOUT_SHORT on a phone
 
@@ -219,13 +222,30 @@ class StaticExplorer:
         name: str = "explorer",
         residual: bool = True,
         look: str = "",
+        width: int = E.DEFAULT_WIDTH,
     ):
-        """``look``: one sentence, shown above the chart, on what to look for in this chapter."""
+        """``look``: one sentence, shown above the chart, on what to look for in this chapter.
+        ``width``: the model width it opens at (32, 64, 96 or 128). The shipped grid is width 128; at
+        another width the opening setting and its reference are measured here, with the real model."""
+        if width not in SITE_WIDTHS:
+            raise ValueError(f"width must be one of {SITE_WIDTHS} (the widths the page's model takes), got {width!r}")
         self.look = look
         self.rows = cached_grid_rows()
-        self.spec = _name_dataset(explorer_chart(self.rows, depth, layerscale, norm, residual).to_dict())
+        if width != E.DEFAULT_WIDTH:
+            s = E.Setting(layerscale=layerscale, depth=depth, norm=norm, residual=residual, width=width)
+            for x in (s, s.reference()):
+                self.rows = self.rows + E.setting_rows(x, E.probe(x))
+        self.spec = _name_dataset(explorer_chart(self.rows, depth, layerscale, norm, residual, width).to_dict())
         self.id = f"andrea-{name}"
-        self.start = {"layerscale": layerscale, "depth": depth, "norm": norm, "residual": residual}
+        self.start = {"layerscale": layerscale, "depth": depth, "norm": norm, "residual": residual, "width": width}
+
+    def _opening_note(self) -> str:
+        if self.start["width"] == E.DEFAULT_WIDTH:
+            return ""
+        return (
+            f" It opens at width {self.start['width']}: that setting and its reference were measured with the"
+            " real model when this page was built."
+        )
 
     def html(self) -> str:
         spec = json.dumps(self.spec, separators=(",", ":"))
@@ -234,7 +254,7 @@ class StaticExplorer:
         return f"""{look if self.look else ""}<div class="andrea-explorer" id="{self.id}" role="figure"
  aria-label="Interactive chart: gradient RMS and residual-stream RMS at every block boundary,
  for the chosen LayerScale λ, depth, norm placement, residual path, width and seed"></div>
-<p class="andrea-explorer-note">{_grid_note()} Any other setting is computed in your browser:
+<p class="andrea-explorer-note">{_grid_note()}{self._opening_note()} Any other setting is computed in your browser:
 the same model, one forward and backward pass with TensorFlow.js, in a background thread.</p>
 <script>
 (function() {{
@@ -255,6 +275,7 @@ the same model, one forward and backward pass with TensorFlow.js, in a backgroun
             "text": "Precomputed explorer",
             "subtitle": ([f"What to look for: {self.look}"] if self.look else [])
             + _grid_note_lines()
+            + ([self._opening_note().strip()] if self._opening_note() else [])
             + ["For any other value, use the live explorer (andrea.views.widgets.GradientFlowExplorer)."],
             "anchor": "start",
             "fontSize": 12,

@@ -16,8 +16,7 @@ import torch
 from ..measure.probe import gradient_flow, random_batch
 from ..model.transformer import Andrea
 from ..views.explorer import BATCH, SEQ, Setting
-
-JS_WIDTHS = (32, 64, 96, 128)  # the widths the page's model accepts
+from ..views.static_explorer import SITE_WIDTHS as JS_WIDTHS  # the widths the page's model accepts
 
 
 def js_setting(s: Setting) -> dict:

@@ -8,7 +8,12 @@
 * pydata-sphinx-theme logs a console error when no default colour mode is set; we set "auto"
   (follow the reader's system setting) through the
   ``default_mode`` template variable.
+* The attention viewer (``andrea.web.attention``) computes in the page from the trained
+  model's weights, its tokenizer and its config: when an HTML build finishes they are written into
+  ``_static/andrea/`` of the built site (from ``andrea/results/trained``, never a second copy in git).
 """
+
+from pathlib import Path
 
 
 def _is_thebe(js) -> bool:
@@ -36,6 +41,15 @@ def _page_context(app, pagename, templatename, context, doctree):
         context["css_files"] = [css for css in context["css_files"] if "thebe" not in str(css).lower()]
 
 
+def _attention_assets(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    from andrea.web.attention import write_site_assets
+
+    write_site_assets(Path(app.outdir) / "_static" / "andrea")
+
+
 def setup(app):
     app.connect("html-page-context", _page_context, priority=900)
+    app.connect("build-finished", _attention_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -113,7 +113,7 @@
     var wid = html("div", {"class": "andrea-control"});
     wid.appendChild(html("label", {"for": id + "-width"}, "width "));
     var width = html("select", {name: "width", id: id + "-width"});
-    WIDTHS.forEach(function (w) { var o = html("option", {value: w}, String(w)); if (w === 128) o.selected = true; width.appendChild(o); });
+    WIDTHS.forEach(function (w) { var o = html("option", {value: w}, String(w)); if (w === (start.width || 128)) o.selected = true; width.appendChild(o); });
     wid.appendChild(width);
     var seedL = html("label", {"for": id + "-seed"}, " seed ");
     var seed = html("input", {type: "number", name: "seed", id: id + "-seed", min: 0, max: 10000, step: 1, value: 0});
@@ -179,7 +179,10 @@
 
       function provenance(s) {
         var cur = liveInfo[key(s)], ref = liveInfo[key(reference(s))];
-        var shipped = "the shipped PyTorch measurement (make experiments, width 128, seed 0)";
+        // a curve not computed in the page is the shipped grid's (width 128) or, at the width a chapter
+        // opens at, measured with PyTorch when the page was built
+        var shipped = s.width === 128 ? "the shipped PyTorch measurement (make experiments, width 128, seed 0)"
+          : "the PyTorch measurement made when this page was built (width " + s.width + ", seed 0)";
         if (!cur && !ref) return "Shown: " + shipped + ".";
         var info = cur || ref;
         var text = "Shown: " + (cur ? "this setting" : "the reference") + " computed in this page by " + describeBackend(info) +

@@ -247,5 +247,6 @@
     VOCAB: VOCAB, SEQ: SEQ, BATCH: BATCH, HEAD_DIM: HEAD_DIM,
     checkSetting: checkSetting, shapes: shapes, initWeights: initWeights, randomBatch: randomBatch,
     gradientFlow: gradientFlow, measure: measure, formatG: formatG,
+    rng: rng, normals: normals,  // the seeded generator, also used by andrea_attention.js's untrained model
   };
 })(typeof self !== "undefined" ? self : this);
