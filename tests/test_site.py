@@ -601,6 +601,31 @@ def test_claims_tables_name_their_columns_for_a_reader(site):
     assert "<th>The source says</th><th>We measured</th><th>Verdict</th><th>Why</th>" in html
 
 
+@pytest.mark.parametrize("width", [1280, 390])
+def test_claims_tables_are_cards_with_the_verdict_first_on_a_phone(browser, server, width):
+    """Issue 33: on a phone (390 px) each claim is a card that starts with its verdict and fits the column
+    (no sideways scrolling inside the table's box); on a desktop, the four columns in their order."""
+    ctx, pg = _open(browser, server, "book/07_layerscale.html", width)
+    try:
+        rows = pg.evaluate(
+            """() => [...document.querySelectorAll('table.claims-table tbody tr')].map(tr => {
+                 const v = tr.querySelector('td.claims-verdict').getBoundingClientRect();
+                 const c = tr.cells[0].getBoundingClientRect(), box = tr.closest('.andrea-evidence-scroll');
+                 return {verdictFirst: v.bottom <= c.top + 1, sameLine: Math.abs(v.top - c.top) < 2,
+                         scroll: box.scrollWidth - box.clientWidth,
+                         label: getComputedStyle(tr.cells[0], '::before').content};
+               })"""
+        )
+    finally:
+        ctx.close()
+    assert len(rows) >= 3
+    if width == 390:
+        assert all(r["verdictFirst"] and r["scroll"] <= 1 for r in rows), rows
+        assert rows[0]["label"] == '"The source says"', rows[0]
+    else:
+        assert all(r["sameLine"] for r in rows), rows
+
+
 def _figures(pg):
     """Every figure image of the page's content: its file, natural and shown width."""
     return pg.evaluate(

@@ -56,10 +56,11 @@ def scores_figure(steps: dict, labels: Sequence[str], title: str = "", seed: Opt
     T = len(labels)
     masked = np.where(steps["mask"], np.nan, steps["scores"])
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 6.2))
-    lim = _limit(masked)
-    cmap = plt.get_cmap("RdBu_r").copy()
+    cmap = plt.get_cmap("viridis").copy()  # the scores' own range: only differences within a row matter
     cmap.set_bad("#d9d9d9")
-    im0 = axes[0].imshow(masked, cmap=cmap, vmin=-lim, vmax=lim, interpolation="nearest")
+    im0 = axes[0].imshow(
+        masked, cmap=cmap, vmin=float(np.nanmin(masked)), vmax=float(np.nanmax(masked)), interpolation="nearest"
+    )
     axes[0].set_title("scores q·k/√d, future masked (grey)", fontsize=11)
     fig.colorbar(im0, ax=axes[0], fraction=0.046, pad=0.03)
     w = np.where(steps["mask"], np.nan, steps["weights"])
@@ -124,8 +125,9 @@ def heads_figure(maps: np.ndarray, entropy: Sequence[float], title: str = "", se
         ax.set_xticks([])
         ax.set_yticks([])
         ax.grid(False)
-    if title:
-        fig.suptitle(title, fontsize=11)
+    fig.suptitle(
+        title or "each row: a token that looks (top to bottom) at the tokens before it (left to right)", fontsize=11
+    )
     provenance(fig, "cpu", seed, "trained ANDREA")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig

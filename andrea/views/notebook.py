@@ -132,8 +132,12 @@ class ClaimsTable:
             if reason:
                 why += f"<details class='claims-numbers'><summary>the numbers</summary>{html.escape(reason)}</details>"
             rows.append(
-                f"<tr><td>{html.escape(c.claim)}</td><td>{html.escape(c.measured)}</td>"
-                f"<td><b style='color:{col}'>{html.escape(c.label)}</b></td><td>{why}</td></tr>"
+                # data-label: on a phone each row is a card, verdict first, each cell titled (andrea.css)
+                f"<tr><td data-label='The source says'>{html.escape(c.claim)}</td>"
+                f"<td data-label='We measured'>{html.escape(c.measured)}</td>"
+                f"<td data-label='Verdict' class='claims-verdict'>"
+                f"<b style='color:{col}'>{html.escape(c.label)}</b></td>"
+                f"<td data-label='Why'>{why}</td></tr>"
             )
         return (
             "<div class='andrea-evidence-scroll'><table class='claims-table table'><thead><tr>"
