@@ -55,3 +55,23 @@ MODULE_SECONDS = {
 def pytest_collection_modifyitems(items):
     order = {name: -secs for name, secs in MODULE_SECONDS.items()}
     items.sort(key=lambda item: order.get(Path(str(item.fspath)).name, 0))  # stable: file order otherwise
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium, driven by Playwright (never `playwright install`), with the book's flags
+    (tools/labui.py): one browser per test module."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from labui import CHROMIUM, CHROMIUM_ARGS
+
+    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -25,7 +25,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -39,7 +38,6 @@ from pagemodel import Served, localhost_only  # noqa: E402
 
 from andrea.measure import analysis  # noqa: E402
 from andrea.web import attention as SA  # noqa: E402
-from labui import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 STATIC = ROOT / "book" / "_static"
 SCRIPTS = ("andrea_flow.js", "andrea_attention.js", "andrea_attention_worker.js", "andrea.css")
@@ -159,17 +157,9 @@ def pages(tmp_path_factory):
         yield SimpleNamespace(base=served.base, dir=d)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+@pytest.fixture(scope="module", autouse=True)
+def _print_measured():
+    yield
     if MEASURED:
         print("\nattention viewer, measured:", json.dumps(MEASURED, indent=1))
 

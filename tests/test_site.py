@@ -9,19 +9,14 @@ import sys
 import time
 from html import unescape
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import ROOT, SITE, need
+from conftest import ROOT, SITE
 
 sys.path.insert(0, str(ROOT / "tools"))
-# one chromium and one list of browser flags for every browser test
 from pagemodel import Served, localhost_only, set_setting, wait_drawn  # noqa: E402
-
-from labui import CHROMIUM  # noqa: E402
-from labui import CHROMIUM_ARGS as ARGS  # noqa: E402
 
 
 def site_pages():
@@ -36,19 +31,6 @@ def site_pages():
 def server(site):
     with Served(site) as served:
         yield served.base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 class Page:

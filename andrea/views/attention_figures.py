@@ -26,6 +26,22 @@ def _limit(a: np.ndarray) -> float:
     return m if m > 0 else 1.0
 
 
+def _masked_cmap(name: str):
+    """A colour map whose masked cells (NaN: the future a token cannot see) are light grey."""
+    cmap = plt.get_cmap(name).copy()
+    cmap.set_bad("#d9d9d9")
+    return cmap
+
+
+def _finish(fig, title: str, seed: Optional[int]):
+    """The figures' common end: a title over all panels (if any), the provenance line, a tight layout."""
+    if title:
+        fig.suptitle(title, fontsize=11)
+    provenance(fig, "cpu", seed, "trained ANDREA")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
 @_styled
 def qkv_figure(steps: dict, labels: Sequence[str], title: str = "", seed: Optional[int] = 0):
     """Three heat maps side by side: the head's queries, keys and values, one row per token."""
@@ -42,11 +58,7 @@ def qkv_figure(steps: dict, labels: Sequence[str], title: str = "", seed: Option
         fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
     axes[0].set_yticks(range(T), labels, fontsize=9)
     axes[0].set_ylabel("token")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    provenance(fig, "cpu", seed, "trained ANDREA")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
+    return _finish(fig, title, seed)
 
 
 @_styled
@@ -56,16 +68,14 @@ def scores_figure(steps: dict, labels: Sequence[str], title: str = "", seed: Opt
     T = len(labels)
     masked = np.where(steps["mask"], np.nan, steps["scores"])
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 6.2))
-    cmap = plt.get_cmap("viridis").copy()  # the scores' own range: only differences within a row matter
-    cmap.set_bad("#d9d9d9")
+    cmap = _masked_cmap("viridis")  # the scores' own range: only differences within a row matter
     im0 = axes[0].imshow(
         masked, cmap=cmap, vmin=float(np.nanmin(masked)), vmax=float(np.nanmax(masked)), interpolation="nearest"
     )
     axes[0].set_title("scores q·k/√d, future masked (grey)", fontsize=11)
     fig.colorbar(im0, ax=axes[0], fraction=0.046, pad=0.03)
     w = np.where(steps["mask"], np.nan, steps["weights"])
-    wmap = plt.get_cmap("Blues").copy()
-    wmap.set_bad("#d9d9d9")
+    wmap = _masked_cmap("Blues")
     im1 = axes[1].imshow(w, cmap=wmap, vmin=0, vmax=float(np.nanmax(w)), interpolation="nearest")
     axes[1].set_title("weights: softmax of each row", fontsize=11)
     fig.colorbar(im1, ax=axes[1], fraction=0.046, pad=0.03)
@@ -75,11 +85,7 @@ def scores_figure(steps: dict, labels: Sequence[str], title: str = "", seed: Opt
         ax.set_xlabel("token looked at (key)")
         ax.grid(False)
     axes[0].set_ylabel("token that looks (query)")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    provenance(fig, "cpu", seed, "trained ANDREA")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
+    return _finish(fig, title, seed)
 
 
 @_styled
@@ -100,9 +106,7 @@ def mix_figure(
     ax.legend(fontsize=9, loc="upper left")
     if title:
         ax.set_title(title, fontsize=11)
-    provenance(fig, "cpu", seed, "trained ANDREA")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
+    return _finish(fig, "", seed)
 
 
 @_styled
@@ -114,8 +118,7 @@ def heads_figure(maps: np.ndarray, entropy: Sequence[float], title: str = "", se
     rows = (H + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(8.4, 2.9 * rows), squeeze=False)
     mask = np.triu(np.ones((T, T), dtype=bool), 1)
-    wmap = plt.get_cmap("Blues").copy()
-    wmap.set_bad("#d9d9d9")
+    wmap = _masked_cmap("Blues")
     for h, ax in enumerate(axes.ravel()):
         if h >= H:
             ax.remove()
@@ -125,9 +128,6 @@ def heads_figure(maps: np.ndarray, entropy: Sequence[float], title: str = "", se
         ax.set_xticks([])
         ax.set_yticks([])
         ax.grid(False)
-    fig.suptitle(
-        title or "each row: a token that looks (top to bottom) at the tokens before it (left to right)", fontsize=11
+    return _finish(
+        fig, title or "each row: a token that looks (top to bottom) at the tokens before it (left to right)", seed
     )
-    provenance(fig, "cpu", seed, "trained ANDREA")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
