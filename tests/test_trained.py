@@ -152,6 +152,37 @@ def test_the_stored_probes_reproduce_natively_and_on_portable_kernels():
         assert {k: v.label for k, (v, _) in probes.decide_all(merged).items()} == labels, name
 
 
+def test_an_altered_or_missing_tokenizer_is_refused_by_name(tmp_path, monkeypatch):
+    """The tokenizer the weights were trained with ships beside them, checked against the log's SHA-256:
+    another one (a fresh BPE trained on another Python's docs, say) would feed the model ids it never
+    learned, without any error."""
+    real = trained.TOKENIZER.read_bytes()
+    bad = tmp_path / "tokenizer.json"
+    monkeypatch.setattr(trained, "TOKENIZER", bad)
+    bad.write_bytes(real.replace(b'"the"', b'"teh"', 1))
+    with pytest.raises(ValueError, match="tokenizer.json.*not the tokenizer the model was trained with"):
+        trained.tokenizer()
+    bad.unlink()
+    with pytest.raises(trained.NotShipped, match="tokenizer.json"):
+        trained.tokenizer()
+
+
+def test_the_trained_model_reads_its_own_tokenizer_whatever_python_runs_it(monkeypatch):
+    """On another Python (Colab's 3.12) the installed docs differ, so ``get_tokenizer("bpe")`` trains
+    another vocabulary. The trained model's text must not go through it: here the docs are replaced by
+    other text, and the shipped tokenizer still gives the ids the held-out windows were made with."""
+    from andrea.training import data
+
+    monkeypatch.setattr(data, "python_docs_corpus", lambda *a, **k: "other text, " * 5000)
+    tok = trained.tokenizer()
+    assert tok.vocab_size == trained.CONFIG.vocab_size
+    window = trained.eval_set()["prose_ids"][0].astype(np.int64).tolist()
+    text = tok.decode(window)
+    again = tok.encode(text)
+    inner = window[4:-4]  # the window's edges may cut a word, and so re-tokenize differently
+    assert any(again[i : i + len(inner)] == inner for i in range(len(again) - len(inner) + 1))
+
+
 def test_first_steps_match_the_log():
     need(corpus.available(), f"Python's manuals: {corpus.INSTALL_HINT}")
     try:
@@ -165,7 +196,7 @@ def test_held_out_windows_never_occur_in_training():
     need(corpus.available(), f"Python's manuals: {corpus.INSTALL_HINT}")
     docs = corpus.manual_docs()
     assert {d.path for d in docs if d.held_out}.isdisjoint({d.path for d in docs if not d.held_out})
-    train = corpus.token_data(docs).train.numpy()
+    train = corpus.token_data(trained.tokenizer(), docs).train.numpy()
     n = 24
     seen = {hash(train[i : i + n].tobytes()) for i in range(0, len(train) - n)}
     windows = trained.eval_set()["prose_ids"].astype(np.int64)
@@ -323,7 +354,7 @@ def test_a_kill_at_any_point_of_a_publish_leaves_a_loadable_model(tmp_path, monk
 
     results = tmp_path / "trained"
     shutil.copytree(trained.RESULTS, results)
-    for name in ("WEIGHTS", "LOG", "EVAL", "PROBES"):
+    for name in ("WEIGHTS", "LOG", "EVAL", "PROBES", "TOKENIZER"):
         monkeypatch.setattr(trained, name, results / getattr(trained, name).name)
     monkeypatch.setattr(trained, "RESULTS", results)
     points = ("staged", "old moved aside", "new in place")

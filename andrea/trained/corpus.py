@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..files import cache_dir, read_cached, source_hash, write_cached
-from ..training.data import TokenData, get_tokenizer
+from ..training.data import BPETokenizer, TokenData
 
 DOCS_ROOT = Path("/usr/share/doc/python3.11/html/_sources")
 PACKAGE = "python3.11-doc"
@@ -103,16 +103,17 @@ def corpus_digest(docs: list[Doc]) -> str:
     return h.hexdigest()[:16]
 
 
-def token_data(docs: list[Doc] | None = None) -> TokenData:
-    """The manuals as the book's 8449-token BPE ids: training files, then the held-out files.
+def token_data(tok: BPETokenizer, docs: list[Doc] | None = None) -> TokenData:
+    """The manuals as ``tok``'s ids (the book's 8449-token BPE: the shipped model's, ``model.tokenizer()``,
+    or a fresh one to retrain it): training files, then the held-out files.
 
     Each file ends with the tokenizer's end-of-text token. Cached (checksummed) by the corpus's
     digest. ``TokenData.digest`` names the corpus.
     """
     docs = manual_docs() if docs is None else docs
-    tok = get_tokenizer("bpe")
     digest = corpus_digest(docs)
-    path = cache_dir() / f"manuals-ids-{tok.vocab_size}-{digest}.npz"
+    which = hashlib.sha256(tok._tok.to_str().encode("utf-8")).hexdigest()[:12]  # which tokenizer
+    path = cache_dir() / f"manuals-ids-{tok.vocab_size}-{digest}-{which}.npz"
     cached = read_cached(path, _code())
     if cached is not None:
         z = np.load(io.BytesIO(cached), allow_pickle=False)

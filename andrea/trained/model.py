@@ -9,6 +9,9 @@ Python's manuals (``corpus``). The export, in ``andrea/results/trained/``:
 * ``model.safetensors``: the weights in float16 (14 MB; the model computes in float32);
 * ``trained.json``: the configs, the corpus, the training log (loss, validation loss, tokens per
   second), the unigram and bigram baselines, and the weights' SHA-256;
+* ``tokenizer.json``: the BPE tokenizer the model was trained with (trained on the Python docs of the
+  Python that trained the model; another Python's docs give another tokenizer, so ``tokenizer()``
+  reads this file, checked against the log's SHA-256, never a fresh one);
 * ``eval.npz``: held-out windows of the manuals and of the standard library's code, with the labels
   the probes use (``probes.make_eval_set``);
 * ``probes.json``: ``probes.run_probes`` on the shipped model and its untrained self (a minute and a
@@ -43,6 +46,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "results" / "trained"
 WEIGHTS = RESULTS / "model.safetensors"
 LOG = RESULTS / "trained.json"
 EVAL = RESULTS / "eval.npz"
+TOKENIZER = RESULTS / "tokenizer.json"
 PROBES = RESULTS / "probes.json"
 # The modules whose code decides what the probes read: the model, the residual-stream hooks, the probes.
 PROBE_CODE = ("model.config", "model.layers", "model.transformer", "measure.probe", "trained.probes")
@@ -201,7 +205,7 @@ def eval_set() -> dict:
             "their labels were altered; restore it from git (git checkout -- andrea/results/trained)"
         )
     es = probes.load_eval_set(EVAL)
-    es.update(probes.token_kinds(_tokenizer()))  # what a name's neighbours are (the contextual syntax task)
+    es.update(probes.token_kinds(tokenizer()))  # what a name's neighbours are (the contextual syntax task)
     return es
 
 
@@ -215,7 +219,7 @@ def write_eval_set() -> Path:
     for f in RESULTS.iterdir():
         if f.is_file() and f.name not in (EVAL.name, LOG.name):
             shutil.copy2(f, stage / f.name)
-    probes.save_eval_set(probes.make_eval_set(corpus.manual_docs(), _tokenizer()), stage / EVAL.name)
+    probes.save_eval_set(probes.make_eval_set(corpus.manual_docs(), tokenizer()), stage / EVAL.name)
     blob["eval_sha256"] = hashlib.sha256((stage / EVAL.name).read_bytes()).hexdigest()
     atomic_write_text(stage / LOG.name, json.dumps(blob, indent=1) + "\n")
     publish(stage)
@@ -298,8 +302,11 @@ def probe_results() -> dict:
 
 def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict:
     """Train (resuming from ``out_dir`` when a run was interrupted), export, write the log."""
+    from ..training.data import get_tokenizer
+
     docs = corpus.manual_docs()
-    data = corpus.token_data(docs)
+    tok = get_tokenizer("bpe")  # trained on this Python's docs; shipped with the weights (``tokenizer``)
+    data = corpus.token_data(tok, docs)
     out_dir = Path(out_dir)
     resume = prepare_run_dir(out_dir)
     t0 = time.perf_counter()
@@ -319,7 +326,8 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
     model = result.model.eval()
     stage = _stage()  # every file of the new model, written beside the shipped one, then swapped in
     sha = export(model, stage / WEIGHTS.name)
-    probes.save_eval_set(probes.make_eval_set(docs, _tokenizer()), stage / EVAL.name)
+    tok_sha = hashlib.sha256(atomic_write_text(stage / TOKENIZER.name, tok._tok.to_str()).read_bytes()).hexdigest()
+    probes.save_eval_set(probes.make_eval_set(docs, tok), stage / EVAL.name)
     eval_sha = hashlib.sha256((stage / EVAL.name).read_bytes()).hexdigest()
     h = result.history
     blob = {
@@ -344,6 +352,8 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
         "weights_sha256": sha,
         "weights_dtype": "float16",
         "eval_sha256": eval_sha,  # the held-out windows and the probes' labels (eval_set checks it)
+        "tokenizer_sha256": tok_sha,  # the tokenizer the weights were trained with (tokenizer checks it)
+        "python": f"{sys.version_info.major}.{sys.version_info.minor}",  # whose docs trained the tokenizer
     }
     atomic_write_text(stage / LOG.name, json.dumps(blob, indent=1) + "\n")  # the log last: the stage is complete
     publish(stage)
@@ -353,10 +363,31 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
 # ---------------------------------------------------------------------------------------------
 # Publishing: the weights, the evaluation set and the log as one unit
 # ---------------------------------------------------------------------------------------------
-def _tokenizer():
-    from ..training.data import get_tokenizer
+def tokenizer():
+    """The tokenizer the shipped model was trained with (``tokenizer.json``, its SHA-256 checked against
+    the log's). Use it, not ``get_tokenizer("bpe")``, with the trained model: that one is trained afresh
+    on the installed Python's docs, which differ from one Python version to the next, and would give the
+    model token ids it never learned (silently: every id is valid)."""
+    from ..training.data import BPETokenizer
 
-    return get_tokenizer("bpe")
+    recover()
+    want = check_log().get("tokenizer_sha256")
+    try:
+        blob = TOKENIZER.read_bytes()
+    except FileNotFoundError:
+        raise NotShipped(
+            f"no tokenizer at {str(TOKENIZER)!r}: restore it from git (git checkout -- andrea/results/trained) or "
+            "run `make experiments`"
+        ) from None
+    got = hashlib.sha256(blob).hexdigest()
+    if want is None or got != want:
+        raise ValueError(
+            f"{str(TOKENIZER)!r} has SHA-256 {got[:12]}…, the log says {str(want)[:12]}…: it is not the tokenizer "
+            "the model was trained with; restore it from git (git checkout -- andrea/results/trained)"
+        )
+    from tokenizers import Tokenizer
+
+    return BPETokenizer(Tokenizer.from_str(blob.decode("utf-8")))
 
 
 def _stage() -> Path:
@@ -464,7 +495,7 @@ class OtherCorpus(ValueError):
 
 def first_steps(n: int = FIRST_STEPS) -> list[float]:
     """The first ``n`` training losses, re-run from scratch (needs the corpus, the same text)."""
-    data = corpus.token_data()
+    data = corpus.token_data(tokenizer())
     want = log()["corpus"]["digest"]
     if data.digest != want:
         raise OtherCorpus(

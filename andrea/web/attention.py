@@ -50,9 +50,9 @@ def site_config() -> dict[str, Any]:
 
 
 def _tokenizer():
-    from ..training.data import get_tokenizer
+    from ..trained.model import tokenizer
 
-    return get_tokenizer("bpe")
+    return tokenizer()  # the one the weights were trained with, whatever Python runs the build
 
 
 def write_site_assets(dest: Path | str) -> dict[str, Path]:
@@ -79,7 +79,7 @@ def write_site_assets(dest: Path | str) -> dict[str, Path]:
     config["weights_sha256"] = got
     out = {
         "config.json": atomic_write_text(dest / "config.json", json.dumps(config, indent=1) + "\n"),
-        "tokenizer.json": atomic_write_text(dest / "tokenizer.json", tok._tok.to_str()),
+        "tokenizer.json": atomic_write_bytes(dest / "tokenizer.json", trained.TOKENIZER.read_bytes()),
         "trained.safetensors": atomic_write_bytes(dest / "trained.safetensors", blob),
     }
     return out
