@@ -6,7 +6,7 @@
 #   make lab     set up and open the labs in JupyterLab
 #   make bench   set up and print the benchmark tables
 #   make experiments  set up and (re)run the training grids whose stored results are missing or stale, and
-#                retrain chapter 8's model when its code changed (installs python3.11-doc when root)
+#                retrain chapter 8's model when its code changed (its text ships in andrea/texts)
 #   make gpu-check    set up and check every CUDA path (on a machine with a GPU; skips cleanly without one)
 #   make gpu-wheels   download the wheels the lent GPU machine lacks into .whl/ (carried there)
 #   make gpu-check-device  the GPU check on the lent GPU machine as it is (no network, no venv: README)
@@ -22,7 +22,7 @@ STAMP := $(VENV)/.installed-stamp
 VENDOR := book/_static/vendor/.stamp
 export ANDREA_CACHE ?= $(CURDIR)/.cache/andrea
 
-.PHONY: setup book test lab bench serve clean vendor chromium corpus experiments gpu-check gpu-wheels gpu-check-device gpu-rehearse check-portable
+.PHONY: setup book test lab bench serve clean vendor chromium experiments gpu-check gpu-wheels gpu-check-device gpu-rehearse check-portable
 
 setup: $(STAMP)
 
@@ -43,13 +43,10 @@ $(VENDOR): tools/vendor_js.py | $(STAMP)
 chromium:
 	@bash tools/ensure_chromium.sh
 
-corpus:
-	@bash tools/ensure_corpus.sh
-
 book: $(STAMP) $(VENDOR)
 	@bash tools/build_book.sh
 
-test: $(STAMP) $(VENDOR) chromium corpus
+test: $(STAMP) $(VENDOR) chromium
 	@echo "== style and types (ruff, mypy)"
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -68,7 +65,7 @@ bench: $(STAMP) $(VENDOR) chromium
 check-portable: $(STAMP)
 	$(PY) tools/portable.py --against native --threads $(or $(THREADS),1)
 
-experiments: $(STAMP) corpus
+experiments: $(STAMP)
 	$(PY) -m andrea.experiments
 
 gpu-check: $(STAMP)

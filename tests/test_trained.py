@@ -10,7 +10,6 @@ import torch
 
 from andrea.trained import corpus, inside, probes
 from andrea.trained import model as trained
-from conftest import need
 
 
 @pytest.fixture(scope="module")
@@ -184,16 +183,11 @@ def test_the_trained_model_reads_its_own_tokenizer_whatever_python_runs_it(monke
 
 
 def test_first_steps_match_the_log():
-    need(corpus.available(), f"Python's manuals: {corpus.INSTALL_HINT}")
-    try:
-        ok, fresh, logged = trained.first_steps_match()
-    except trained.OtherCorpus as e:  # not a missing tool: another Debian release of the manuals
-        pytest.skip(str(e))
+    ok, fresh, logged = trained.first_steps_match()
     assert ok, f"first {len(logged)} losses re-run {np.round(fresh, 4)} vs logged {np.round(logged, 4)}"
 
 
 def test_held_out_windows_never_occur_in_training():
-    need(corpus.available(), f"Python's manuals: {corpus.INSTALL_HINT}")
     docs = corpus.manual_docs()
     assert {d.path for d in docs if d.held_out}.isdisjoint({d.path for d in docs if not d.held_out})
     train = corpus.token_data(trained.tokenizer(), docs).train.numpy()
@@ -317,10 +311,27 @@ def test_code_labels_follow_tokenize():
     assert depth[2] == 1 and depth[0] == 0
 
 
-def test_missing_corpus_says_what_to_install(monkeypatch, tmp_path):
-    monkeypatch.setenv("ANDREA_DOCS", str(tmp_path / "nowhere"))
-    with pytest.raises(FileNotFoundError, match="python3.11-doc"):
-        corpus.docs_root()
+def test_the_shipped_manuals_are_the_text_the_model_was_trained_on():
+    """The manuals ship with the book (no apt package, the same text on every Python): the file gives
+    the corpus digest, the files and the token counts that the training log recorded."""
+    docs = corpus.manual_docs()
+    log = trained.log()["corpus"]
+    assert corpus.corpus_digest(docs) == log["digest"]
+    assert corpus.describe(docs)["train"] == log["train"] and corpus.describe(docs)["val"] == log["val"]
+    data = corpus.token_data(trained.tokenizer(), docs)
+    assert {"train": len(data.train), "val": len(data.val)} == log["tokens"]
+
+
+def test_an_altered_or_missing_corpus_is_refused_by_name(monkeypatch, tmp_path):
+    blob = corpus.SHIPPED.read_bytes()
+    bad = tmp_path / "manuals.jsonl.xz"
+    monkeypatch.setattr(corpus, "SHIPPED", bad)
+    bad.write_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
+    with pytest.raises(ValueError, match="manuals.jsonl.xz.*altered.*git checkout"):
+        corpus.manual_docs()
+    bad.unlink()
+    with pytest.raises(FileNotFoundError, match="manuals.jsonl.xz.*restore it from git"):
+        corpus.manual_docs()
 
 
 def test_a_retrain_resumes_only_its_own_unfinished_run(tmp_path, capsys):

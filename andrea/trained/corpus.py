@@ -1,10 +1,12 @@
-"""The trained model's text: Python's full manuals, as Debian's ``python3.11-doc`` ships them.
+"""The trained model's text: Python's full manuals, shipped with the book.
 
-The package installs the reStructuredText sources of the documentation of Python 3.11 (the
-tutorial, the library and language references, the HOWTOs, the FAQ, the C API, "What's new") under
-``/usr/share/doc/python3.11/html/_sources``: 12 MB of English with Python in it, licensed under the
-PSF License (``/usr/share/doc/python3.11-doc/copyright``). The book's own corpus (``andrea.training.data``,
-2 MB) is too small to train twelve blocks without memorising it.
+The reStructuredText sources of the documentation of Python 3.11 (the tutorial, the library and
+language references, the HOWTOs, the FAQ, the C API, "What's new"), as Debian's ``python3.11-doc``
+installs them: 11 MB of English with Python in it, under the PSF License. The book ships them in
+``andrea/texts/python-3.11-manuals.jsonl.xz`` (2.2 MB, its SHA-256 checked on every read), so that
+every machine and every Python reads the same text without installing anything; ``tools/make_corpus.py``
+makes that file again from an installed copy. The book's own corpus (``andrea.training.data``, 2 MB)
+is too small to train twelve blocks without memorising it.
 
 The held-out split is by *file*: a file whose path hashes to 0 modulo 10 is validation, so no page
 of the validation text was seen in training, not even in part. Each file keeps its manual (its top
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
+import json
+import lzma
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +28,9 @@ import torch
 from ..files import cache_dir, read_cached, source_hash, write_cached
 from ..training.data import BPETokenizer, TokenData
 
-DOCS_ROOT = Path("/usr/share/doc/python3.11/html/_sources")
-PACKAGE = "python3.11-doc"
-INSTALL_HINT = f"install Debian's {PACKAGE} (sudo apt-get install {PACKAGE}), or set ANDREA_DOCS to its _sources folder"
+SHIPPED = Path(__file__).resolve().parents[1] / "texts" / "python-3.11-manuals.jsonl.xz"
+SHIPPED_SHA256 = "db46b7cec36a5e0af7e71086c3f464a0199ba2563bb03128fd6d77fabce2f83a"
+PACKAGE = "python3.11-doc"  # where the shipped text comes from (Debian's package of Python 3.11's manuals)
 # The manuals, by top folder; the small folders are grouped with their nearest kind.
 MANUALS = {
     "library": "library",
@@ -60,35 +63,25 @@ def is_held_out(path: str) -> bool:
     return int(hashlib.sha256(path.encode("utf-8")).hexdigest(), 16) % VAL_MODULUS == 0
 
 
-def docs_root() -> Path:
-    root = Path(os.environ.get("ANDREA_DOCS") or DOCS_ROOT)
-    if not root.is_dir():
-        raise FileNotFoundError(f"Python's manuals are not at {str(root)!r}: {INSTALL_HINT}")
-    return root
-
-
-def available() -> bool:
-    try:
-        docs_root()
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def manual_docs() -> list[Doc]:
-    """Every file of the manuals that belongs to one of ``MANUALS``, sorted by path."""
-    root = docs_root()
+    """Every file of the manuals that belongs to one of ``MANUALS``, sorted by path: the shipped file,
+    checked against ``SHIPPED_SHA256``."""
+    try:
+        blob = SHIPPED.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"the manuals' text is missing at {str(SHIPPED)!r}: restore it from git (git checkout -- andrea/texts)"
+        ) from None
+    got = hashlib.sha256(blob).hexdigest()
+    if got != SHIPPED_SHA256:
+        raise ValueError(
+            f"{str(SHIPPED)!r} has SHA-256 {got[:12]}…, expected {SHIPPED_SHA256[:12]}…: the file was altered; "
+            "restore it from git (git checkout -- andrea/texts), or rebuild it with tools/make_corpus.py"
+        )
     docs = []
-    for p in sorted(root.rglob("*.rst.txt")):
-        rel = p.relative_to(root).as_posix()
-        manual = MANUALS.get(rel.split("/")[0]) if "/" in rel else None
-        if manual is None or rel in SKIP:
-            continue
-        text = p.read_text(encoding="utf-8").strip()
-        if len(text) > 200:
-            docs.append(Doc(rel, manual, text))
-    if len(docs) < 100:
-        raise ValueError(f"found only {len(docs)} manual pages under {str(root)!r}; is {PACKAGE} complete?")
+    for line in lzma.decompress(blob).decode("utf-8").splitlines():
+        row = json.loads(line)
+        docs.append(Doc(row["path"], MANUALS[row["path"].split("/")[0]], row["text"]))
     return docs
 
 

@@ -337,7 +337,7 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
         "corpus": {
             "name": "Python 3.11's manuals (reStructuredText sources)",
             "package": f"Debian {corpus.PACKAGE}",
-            "license": "PSF License (see /usr/share/doc/python3.11-doc/copyright)",
+            "license": "PSF License (see andrea/texts/COPYRIGHT-python3.11-doc.txt)",
             "digest": data.digest,
             "tokens": {"train": len(data.train), "val": len(data.val)},
             **corpus.describe(docs),
@@ -490,7 +490,7 @@ class Interrupted(RuntimeError):
 
 
 class OtherCorpus(ValueError):
-    """The installed manuals are not the text the shipped model was trained on."""
+    """The shipped manuals are not the text the shipped model was trained on (rebuilt from another copy)."""
 
 
 def first_steps(n: int = FIRST_STEPS) -> list[float]:
@@ -499,8 +499,8 @@ def first_steps(n: int = FIRST_STEPS) -> list[float]:
     want = log()["corpus"]["digest"]
     if data.digest != want:
         raise OtherCorpus(
-            f"the installed manuals have digest {data.digest}, the shipped model was trained on {want}: "
-            f"another version of {corpus.PACKAGE}, so its first steps cannot be compared"
+            f"the shipped manuals ({corpus.SHIPPED}) have digest {data.digest}, the shipped model was trained on "
+            f"{want}: the text was rebuilt from another copy of {corpus.PACKAGE}; retrain (`make experiments`)"
         )
     r = train(CONFIG, replace(TRAIN, steps=n, eval_every=n), data, device="cpu", progress=False)
     return r.history["loss"]
