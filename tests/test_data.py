@@ -82,3 +82,37 @@ def test_custom_corpus(tmp_path):
     p.write_text("The quick brown fox jumps over the lazy dog. " * 100)
     d = load_token_data("bytes", p)
     assert d.vocab_size == 256 and len(d.train) > 0
+
+
+def test_the_corpus_is_the_shipped_text_whatever_python_runs_it(monkeypatch, bpe):
+    """The chapters' corpus ships (Python 3.11's docs): with the installed standard library and pydoc's
+    topics made unreadable, the text is the same, and so is the BPE trained on it, which is the trained
+    model's own tokenizer (chapter 8 and the attention page use that one)."""
+    import hashlib
+    import sys
+    import sysconfig
+
+    from andrea.trained import model as trained
+    from andrea.training import data
+
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {"stdlib": "/nowhere"})
+    monkeypatch.setitem(sys.modules, "pydoc_data", None)  # import pydoc_data now fails
+    text = data.python_docs_corpus()
+    assert (
+        hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] == "ec3c2f6a0436216d"
+    )  # what Python 3.11 gave before it shipped
+    assert bpe._tok.to_str() == trained.TOKENIZER.read_text(encoding="utf-8")
+
+
+def test_an_altered_or_missing_corpus_file_is_refused_by_name(monkeypatch, tmp_path):
+    from andrea.training import data
+
+    blob = data.DOCS_TEXT.read_bytes()
+    bad = tmp_path / "docs.txt.xz"
+    monkeypatch.setattr(data, "DOCS_TEXT", bad)
+    bad.write_bytes(blob[:100])
+    with pytest.raises(ValueError, match="docs.txt.xz.*altered.*git checkout"):
+        data.python_docs_corpus()
+    bad.unlink()
+    with pytest.raises(FileNotFoundError, match="docs.txt.xz.*restore it from git"):
+        data.python_docs_corpus()

@@ -24,6 +24,15 @@ change. This tool carries the keys over, and only when it can show that nothing 
 
 The table below is the regrouping of ``andrea/`` into subpackages (model, training, measure,
 evidence, views); a later move adds its own table.
+
+``--same-text`` is the second case: the covered code reads its input text from another place, and
+reads the same text. The chapters' corpus, once built by ``training.data`` from the installed Python
+3.11, now ships as a file (``andrea/texts``). The proof: every covered module is the old one, syntax
+tree for syntax tree, except for the definitions named in ``SAME_TEXT`` and the standard-library
+imports they used; the old ``python_docs_corpus`` (run from the old commit's source, on a Python 3.11,
+with an empty cache) returns the very string the new one returns; and then steps 2-3 above.
+
+    python3.11 tools/rekey.py --same-text --old 3f6bb66 --check
 """
 
 from __future__ import annotations
@@ -255,6 +264,113 @@ def planned(rev: str) -> list[tuple[Path, str, str]]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# --same-text: the covered code reads the same text from another place
+# ---------------------------------------------------------------------------------------------
+SAME_TEXT = {  # module -> the definitions that may differ (they return the same text), and their imports
+    "training.data": (
+        {"python_docs_corpus", "_stdlib_docstrings", "_SKIP_DIRS", "DOCS_TEXT", "DOCS_SHA256"},
+        {"ast", "sysconfig", "lzma"},
+    )
+}
+
+
+def _defines(stmt: ast.stmt) -> set:
+    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, ast.Assign):
+        return {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return {stmt.target.id}
+    return set()
+
+
+def _rest(source: str, package: str, names: set, stdlib: set) -> tuple[list[str], set]:
+    """``_statements`` less the definitions in ``names`` and the imports of the modules in ``stdlib``."""
+    tree = _Normalise(package, False).visit(_blank_annotations(_strip_docstrings(ast.parse(source))))
+    kept = [st for st in tree.body if not (_defines(st) & names)]  # type: ignore[attr-defined]
+    tree.body = kept  # type: ignore[attr-defined]
+    stmts, imports = _statements(ast.unparse(tree), package, False)
+    return stmts, {i for i in imports if not (i[0] == "" and i[1] in stdlib)}
+
+
+def same_text(rev: str) -> list[str]:
+    """Problems (none: the covered code computes what it did, from the same text)."""
+    import os
+    import tempfile
+    import types
+
+    from andrea.evidence import store
+
+    problems = []
+    for name in store.CODE_MODULES:
+        names, stdlib = SAME_TEXT.get(name, (set(), set()))
+        package = name.rpartition(".")[0]
+        before = _rest(old_source(rev, name), package, names, stdlib)
+        after = _rest(new_source(name), package, names, stdlib)
+        if before != after:
+            lost = [x for x in before[0] if x not in after[0]] + sorted(map(str, before[1] - after[1]))
+            gained = [x for x in after[0] if x not in before[0]] + sorted(map(str, after[1] - before[1]))
+            problems.append(f"andrea/{name}: first old {lost[:1]!s:.300}; first new {gained[:1]!s:.300}")
+    if sys.version_info[:2] != (3, 11):
+        return problems + [f"the old text is Python 3.11's docs: run this with Python 3.11, not {sys.version}"]
+    from andrea.training import data
+
+    with tempfile.TemporaryDirectory() as empty:
+        before_cache = os.environ.get("ANDREA_CACHE")
+        os.environ["ANDREA_CACHE"] = empty  # the old code builds the text from the installed Python
+        try:
+            old = types.ModuleType("andrea.training._data_old")
+            old.__package__ = "andrea.training"
+            sys.modules[old.__name__] = old  # dataclasses look their module up
+            exec(compile(old_source(rev, "training.data"), f"{rev}:andrea/training/data.py", "exec"), old.__dict__)
+            old_text = old.python_docs_corpus()
+        finally:
+            sys.modules.pop("andrea.training._data_old", None)
+            if before_cache is None:
+                os.environ.pop("ANDREA_CACHE", None)
+            else:
+                os.environ["ANDREA_CACHE"] = before_cache
+    new_text = data.python_docs_corpus()
+    digest = hashlib.sha256(new_text.encode("utf-8")).hexdigest()[:16]
+    if old_text != new_text:
+        problems.append(f"the old code's text ({len(old_text)} characters) is not the shipped text ({len(new_text)})")
+    else:
+        print(f"the old code's text is the shipped text: {len(new_text):,} characters, digest {digest}")
+    return problems
+
+
+def planned_same_names(rev: str) -> list[tuple[Path, str, str]]:
+    """(file, stored key, new key) for every stored result that the old code had made, the modules
+    under the same names: the grids, declared or not, and the trained model (the explorer's key covers
+    none of ``SAME_TEXT``'s modules)."""
+    import torch
+
+    from andrea.evidence import store
+    from andrea.evidence.grids import DECLARED, GRIDS, grid
+    from andrea.trained import model as trained
+
+    old_code = old_source_hash(rev, store.CODE_MODULES)
+    torch_part = f"torch{torch.__version__.split('+')[0]}"
+    out = []
+    for name in sorted(GRIDS) + sorted(DECLARED):
+        g = grid(name)
+        path = store.path(name)
+        stored = json.loads(path.read_text())["key"]
+        if stored == g.key():
+            continue
+        if stored != f"{old_code}-{torch_part}-{g.spec_hash()}":
+            raise SystemExit(f"{path}: stored key {stored} is not what the old code made ({old_code}-{torch_part}-...)")
+        out.append((path, stored, g.key()))
+    stored = json.loads(trained.LOG.read_text())["key"]
+    spec = trained.key().split("-", 1)[1]
+    if stored != trained.key():
+        if stored != f"{old_code}-{spec}":
+            raise SystemExit(f"{trained.LOG}: stored key {stored} is not what the old code made ({old_code}-{spec})")
+        out.append((trained.LOG, stored, trained.key()))
+    return out
+
+
 def rewrite(path: Path, old: str, new: str, write: bool) -> None:
     text = path.read_text(encoding="utf-8")
     if text.count(old) != 1:
@@ -271,7 +387,19 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python tools/rekey.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--old", required=True, help="the commit whose code made the stored results (before the move)")
     p.add_argument("--check", action="store_true", help="say what would change; write nothing")
+    p.add_argument("--same-text", action="store_true", help="the covered code reads the same text from elsewhere")
     a = p.parse_args(argv)
+    if a.same_text:
+        problems = same_text(a.old)
+        if problems:
+            print("the covered code changed, not only where it reads its text: nothing re-keyed", *problems, sep="\n  ")
+            return 1
+        print(f"the code under {sorted(SAME_TEXT)} at {a.old} computes what it computes now, from the same text")
+        plan = planned_same_names(a.old)
+        for path, old, new in plan:
+            rewrite(path, old, new, write=not a.check)
+            print(f"{'would re-key' if a.check else 're-keyed'} {path.relative_to(ROOT)}: {old} -> {new}")
+        return 0
     problems = same_code(a.old)
     if problems:
         print("the covered code changed, not only its place: nothing re-keyed", *problems, sep="\n  ")

@@ -1,9 +1,10 @@
-"""Real English text that every machine already has, and the tokenizers that turn it into ids.
+"""Real English text that ships with the book, and the tokenizers that turn it into ids.
 
-The corpus is the documentation that ships with Python itself: the help topics of ``pydoc_data``
-(about 0.5 MB) and the docstrings of the standard library's modules (about 1.6 MB, read from the
-source files with ``ast``, nothing imported). No download. ``load_text(path)`` takes any UTF-8
-file instead.
+The corpus is the documentation of Python 3.11 itself: the help topics of ``pydoc_data`` (about
+0.5 MB) and the docstrings of the standard library's modules (about 1.6 MB). It ships in
+``andrea/texts/python-3.11-docs.txt.xz`` (0.5 MB, its SHA-256 checked on every read), so that every
+Python and every OS reads the same text; ``tools/make_corpus.py`` makes that file again from a
+Python 3.11. ``load_text(path)`` takes any UTF-8 file instead.
 
 Two tokenizers:
 * ``BPETokenizer``: byte-level BPE trained on the corpus to ANDREA's vocabulary of 8449 tokens with
@@ -14,10 +15,9 @@ Two tokenizers:
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import io
-import sysconfig
+import lzma
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
@@ -29,7 +29,8 @@ from ..files import cache_dir, read_cached, source_hash, write_cached
 
 ANDREA_VOCAB = 8449
 EOT = "<|endoftext|>"
-_SKIP_DIRS = {"test", "tests", "site-packages", "dist-packages", "idlelib", "lib2to3", "turtledemo", "__pycache__"}
+DOCS_TEXT = Path(__file__).resolve().parents[1] / "texts" / "python-3.11-docs.txt.xz"
+DOCS_SHA256 = "b2810d2360e45da5c13b73321926c7051ca60acd5ee7d46f6e0d75707ee69da7"
 
 
 def _code() -> str:
@@ -43,39 +44,22 @@ def _code() -> str:
     return f"{source_hash(['training.data'])}-tokenizers-{tok_version}"
 
 
-def _stdlib_docstrings() -> list[str]:
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(p for p in root.rglob("*.py") if not (_SKIP_DIRS & set(p.relative_to(root).parts)))
-    docs = []
-    for f in files:
-        try:
-            tree = ast.parse(f.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, OSError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                if doc and len(doc) > 40:
-                    docs.append(doc)
-    return docs
-
-
-def python_docs_corpus(include_docstrings: bool = True) -> str:
-    """Python's own documentation as one string, documents separated by blank lines. Cached."""
-    import sys
-    from pydoc_data import topics
-
-    key = f"python-docs-{sys.version_info.major}.{sys.version_info.minor}-{int(include_docstrings)}.txt"
-    path = cache_dir() / key
-    cached = read_cached(path, _code())
-    if cached is not None:
-        return cached.decode("utf-8")
-    parts = [topics.topics[k].strip() for k in sorted(topics.topics)]
-    if include_docstrings:
-        parts += _stdlib_docstrings()
-    text = "\n\n".join(parts) + "\n"
-    write_cached(path, text.encode("utf-8"), _code())
-    return text
+def python_docs_corpus() -> str:
+    """Python 3.11's own documentation as one string, documents separated by blank lines: the shipped
+    file, checked against ``DOCS_SHA256``."""
+    try:
+        blob = DOCS_TEXT.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"the corpus is missing at {str(DOCS_TEXT)!r}: restore it from git (git checkout -- andrea/texts)"
+        ) from None
+    got = hashlib.sha256(blob).hexdigest()
+    if got != DOCS_SHA256:
+        raise ValueError(
+            f"{str(DOCS_TEXT)!r} has SHA-256 {got[:12]}…, expected {DOCS_SHA256[:12]}…: the file was altered; "
+            "restore it from git (git checkout -- andrea/texts), or rebuild it with tools/make_corpus.py"
+        )
+    return lzma.decompress(blob).decode("utf-8")
 
 
 def load_text(path: Union[str, Path]) -> str:
