@@ -7,6 +7,8 @@
 #   make bench   set up and print the benchmark tables
 #   make experiments  set up and (re)run the training grids whose stored results are missing or stale, and
 #                retrain chapter 8's model when its code changed (its text ships in andrea/texts)
+#   make experiments-second-cpu  set up and train the emulated second CPU's copies of the deciding runs
+#                that have none (the verdicts are read on both machines)
 #   make gpu-check    set up and check every CUDA path (on a machine with a GPU; skips cleanly without one)
 #   make gpu-wheels   download the wheels the lent GPU machine lacks into .whl/ (carried there)
 #   make gpu-check-device  the GPU check on the lent GPU machine as it is (no network, no venv: README)
@@ -22,7 +24,7 @@ STAMP := $(VENV)/.installed-stamp
 VENDOR := book/_static/vendor/.stamp
 export ANDREA_CACHE ?= $(CURDIR)/.cache/andrea
 
-.PHONY: setup book test lab bench serve clean vendor chromium experiments gpu-check gpu-wheels gpu-check-device gpu-rehearse check-portable
+.PHONY: setup book test lab bench serve clean vendor chromium experiments experiments-second-cpu gpu-check gpu-wheels gpu-check-device gpu-rehearse check-portable
 
 setup: $(STAMP)
 
@@ -67,6 +69,9 @@ check-portable: $(STAMP)
 
 experiments: $(STAMP)
 	$(PY) -m andrea.experiments
+
+experiments-second-cpu: $(STAMP)
+	$(PY) -m andrea.experiments --second-cpu
 
 gpu-check: $(STAMP)
 	$(PY) tools/gpu_check.py

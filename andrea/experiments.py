@@ -8,6 +8,7 @@ the explorer's shipped measurements (``andrea.views.explorer``).
     python -m andrea.experiments --list        # the grids, their size, and whether their results are current
     python -m andrea.experiments               # (re)run every grid whose results are missing or stale
     python -m andrea.experiments ch3_warmup    # one grid (`make experiments` runs them all)
+    python -m andrea.experiments --second-cpu  # the emulated second CPU's copies of the deciding runs
     python -m andrea.experiments --reproduce   # re-run every deciding run in full, natively and emulated
 """
 
@@ -18,7 +19,7 @@ import sys
 import time
 
 from .evidence import rerun, store
-from .evidence.evaluation import info, run, status
+from .evidence.evaluation import info, status
 from .evidence.grids import DECLARED, GRIDS, grid
 from .evidence.store import workers
 
@@ -35,6 +36,12 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="list the grids and their status, run nothing")
     p.add_argument("--force", action="store_true", help="run even grids whose results are current")
     p.add_argument("--workers", type=int, help="runs at a time (default: 2, or $ANDREA_WORKERS)")
+    p.add_argument(
+        "--second-cpu",
+        action="store_true",
+        help="train the emulated second CPU's copy of every deciding run not yet copied, for the grids whose "
+        "runs are stored (about 3 to 4 times a native run's cost; `make experiments-second-cpu`)",
+    )
     p.add_argument(
         "--reproduce",
         action="store_true",
@@ -55,6 +62,7 @@ def main(argv=None) -> int:
         p.exit(2, f"{p.prog}: error: {e}\n")
     if a.list:
         total = emulated = 0.0
+        copies = 0
         for n in names:
             g = grid(n)
             st = status(n)
@@ -69,12 +77,15 @@ def main(argv=None) -> int:
             if st == "current":
                 blob = store.load(g)
                 k = len(g.decision_cells())
-                machines = f"another CPU {k - len(store.emulated_missing(g, blob)):3d}/{k:<3d}"
+                missing = len(store.emulated_missing(g, blob))
+                copies += missing
+                machines = f"another CPU {k - missing:3d}/{k:<3d}"
                 rule = store.rule_status(g, blob)[0]
             print(f"{n:22s} {len(g.cells):3d} runs  {st:18s} {when}  {machines:19s} {rule:26s} {g.title}")
         print(
-            f"stored runs: {total / 3600:.2f} core-hours (and {emulated / 3600:.2f} as another CPU trains the runs "
-            f"that decide), about {(total + emulated) / 3600 / workers():.1f} h from nothing here"
+            f"stored runs: {total / 3600:.2f} core-hours, about {total / 3600 / workers():.1f} h from nothing here "
+            f"(make experiments); the second CPU's copies of the runs that decide: {emulated / 3600:.2f} core-hours "
+            f"made, {copies} runs still to make (make experiments-second-cpu)"
         )
         from .trained import model as trained
         from .views import explorer
@@ -86,6 +97,8 @@ def main(argv=None) -> int:
         return 0
     if a.reproduce:
         return _reproduce(names)
+    if a.second_cpu:
+        return _second_cpu(names, a.workers)
     t0 = time.perf_counter()
     ran = []
     for n in names:
@@ -93,7 +106,7 @@ def main(argv=None) -> int:
             print(f"{n}: current, skipped")
             continue
         t1 = time.perf_counter()
-        run(n, a.workers)
+        store.run(grid(n), a.workers, emulated=False)  # the second CPU's copies: --second-cpu
         ran.append(n)
         print(
             f"{n}: {len(grid(n).cells)} runs stored in {store.path(n)} ({time.perf_counter() - t1:.0f} s)", flush=True
@@ -137,6 +150,26 @@ def main(argv=None) -> int:
         else:
             print("explorer: current, skipped")
     print(f"experiments: {len(ran)} grid(s) run in {time.perf_counter() - t0:.0f} s in total")
+    return 0
+
+
+def _second_cpu(names: list[str], n_workers) -> int:
+    """Train the missing emulated copies of the deciding runs, grid by grid (each grid's file is written
+    when its copies are done; a stopped grid resumes from the cached copies)."""
+    t0 = time.perf_counter()
+    for n in names:
+        if status(n) != "current":
+            print(f"{n}: its own runs are not stored yet (make experiments first), skipped")
+            continue
+        g = grid(n)
+        missing = store.emulated_missing(g, store.load(g))
+        if not missing:
+            print(f"{n}: every deciding run has its copy, skipped")
+            continue
+        t1 = time.perf_counter()
+        store.run(g, n_workers, emulated=True)
+        print(f"{n}: {len(missing)} copies made ({time.perf_counter() - t1:.0f} s)", flush=True)
+    print(f"experiments: second CPU done in {time.perf_counter() - t0:.0f} s in total")
     return 0
 
 

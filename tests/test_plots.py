@@ -137,3 +137,34 @@ def test_a_table_takes_rows_by_column_name_and_never_prints_its_header_as_a_row(
     assert "<td>task</td>" not in t._repr_html_()
     with pytest.raises(ValueError, match="lacks the columns"):
         table([{"task": "position"}], ["task", "band"])
+
+
+def test_a_phone_gets_the_panels_stacked_legible_in_its_column_and_the_figure_is_put_back():
+    """Issue 33: a figure's PNG carries a phone rendering (panels in one row become one column, drawn at
+    the phone's column width, fonts at least MIN_FONT_PX as shown there); the site's build takes it out
+    (split_phone). The figure itself is left as it was."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from andrea.views.legibility import MIN_FONT_PX, PHONE_PX, book_png, png_audit, split_phone
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    for i, ax in enumerate(axes):
+        ax.plot(range(10), [x * (i + 1) for x in range(10)], label=f"arm {i}")
+        ax.set_title(f"panel {i}", fontsize=8)
+        ax.tick_params(labelsize=6)
+    twin = axes[1].twinx()  # a twin stays with its panel
+    twin.plot(range(10), range(10, 0, -1), color="grey")
+    fig.tight_layout()
+    size, places = fig.get_size_inches().copy(), [ax.get_position().bounds for ax in fig.axes]
+    desk, phone = split_phone(book_png(fig))
+    assert phone is not None and "andrea:phone" not in png_audit(desk) and png_audit(desk)["andrea:min-font-px"]
+    wide, tall = Image.open(io.BytesIO(desk)).size, Image.open(io.BytesIO(phone)).size
+    assert wide[0] > wide[1] and tall[1] > 2 * tall[0], (wide, tall)  # one row, then one column
+    shown = float(png_audit(phone)["andrea:min-font-px"]) * min(1, PHONE_PX / tall[0])
+    assert shown >= MIN_FONT_PX - 0.05, (shown, tall)
+    assert list(fig.get_size_inches()) == list(size) and [ax.get_position().bounds for ax in fig.axes] == places
+    assert split_phone(desk) == (desk, None)
+    plt.close(fig)

@@ -609,12 +609,17 @@ def test_claims_tables_are_cards_with_the_verdict_first_on_a_phone(browser, serv
 
 
 def _figures(pg):
-    """Every figure image of the page's content: its file, natural and shown width."""
+    """Every figure image of the page's content: the file the browser shows (a phone source on a phone),
+    its path on the site, natural and shown width, the width of its box, how far that box scrolls
+    sideways, and whether it has a phone source."""
     return pg.evaluate(
         """() => [...document.querySelectorAll('main div.cell_output img, main figure img')]
             .filter(i => i.src.endsWith('.png'))
-            .map(i => ({src: i.getAttribute('src'), natural: i.naturalWidth,
-                        shown: i.getBoundingClientRect().width}))"""
+            .map(i => { const box = i.closest('figure') || i.closest('div.cell_output');
+                        return {src: new URL(i.currentSrc || i.src).pathname, natural: i.naturalWidth,
+                                shown: i.getBoundingClientRect().width, column: box.clientWidth,
+                                scroll: box.scrollWidth - box.clientWidth,
+                                phone: !!i.closest('picture')}; })"""
     )
 
 
@@ -639,7 +644,7 @@ def test_figure_text_is_at_least_min_font_px_as_shown(site, browser, server, wid
         ctx, pg = _open(browser, server, path, width)
         for f in _figures(pg):
             n += 1
-            audit = png_audit((site / path).parent.joinpath(unquote(f["src"])).resolve().read_bytes())
+            audit = png_audit((site / unquote(f["src"]).lstrip("/")).read_bytes())
             if not audit:
                 unaudited.append(f"{path}: {f['src']}")
                 continue
@@ -650,6 +655,23 @@ def test_figure_text_is_at_least_min_font_px_as_shown(site, browser, server, wid
     assert n > 20, f"only {n} figures found"
     assert unaudited == [], f"figures not drawn through andrea.views.legibility.book_png: {unaudited}"
     assert small == [], f"figure text below {MIN_FONT_PX} px at {width} px: {small}"
+
+
+def test_on_a_phone_every_figure_fits_the_column_without_sideways_scrolling(browser, server):
+    """Issue 33: at 390 px each figure shows its phone rendering (panels stacked), no wider than the
+    column, in a box that does not scroll sideways."""
+    bad, n = [], 0
+    for path in site_pages():
+        ctx, pg = _open(browser, server, path, 390)
+        for f in _figures(pg):
+            n += 1
+            if not f["phone"] or not f["src"].endswith(".phone.png"):
+                bad.append(f"{path}: {f['src'][-24:]} has no phone rendering")
+            elif f["shown"] > f["column"] + 1 or f["scroll"] > 1:
+                bad.append(f"{path}: {f['src'][-24:]} {f['shown']:.0f} px in a {f['column']} px column")
+        ctx.close()
+    assert n > 20, f"only {n} figures found"
+    assert bad == [], bad
 
 
 def test_no_figure_legend_covers_its_data(site):

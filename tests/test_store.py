@@ -416,3 +416,34 @@ def test_the_list_names_a_bad_worker_count_and_shows_the_trained_model(monkeypat
     assert experiments.main(["--list"]) == 0
     out = capsys.readouterr().out
     assert "trained " in out and "trained probes" in out and "explorer" in out
+
+
+def test_make_experiments_leaves_the_second_cpus_copies_to_their_own_command(tmp_path, monkeypatch, capsys):
+    """`make experiments` trains the book's runs alone (about 6 hours from nothing on 2 cores); the second
+    CPU's copies, 3 to 4 times as costly, are `make experiments-second-cpu`, which trains only the grids
+    whose copies are missing."""
+    import json
+
+    from andrea import experiments
+
+    g = grids.grid("ch2_norm_lr")
+    real = json.loads(store.path(g.name).read_text())
+    whole = store.path("ch5_activation_round2").read_text()  # every copy made
+    monkeypatch.setattr(store, "RESULTS", tmp_path)
+    store.path("ch5_activation_round2").write_text(whole)
+    for i in g.decision_cells():
+        real["cells"][i].pop("emulated", None)
+    _write(g.name, real)
+    assert len(store.emulated_missing(g, store.load(g))) == len(g.decision_cells())
+    calls = []
+    monkeypatch.setattr(
+        store, "run", lambda grid, workers=None, emulated=True, **k: calls.append((grid.name, emulated))
+    )
+    with monkeypatch.context() as m:
+        m.setattr(experiments, "status", lambda name: "stale")
+        experiments.main([g.name])
+    assert calls == [(g.name, False)]
+    experiments.main(["--second-cpu", g.name, "ch5_activation_round2"])
+    assert calls == [(g.name, False), (g.name, True)]
+    out = capsys.readouterr().out
+    assert f"{len(g.decision_cells())} copies made" in out and "every deciding run has its copy" in out

@@ -134,6 +134,15 @@ def _with_outputs(executed: Path) -> nbformat.NotebookNode:
     return merged
 
 
+def _without_phone(b64) -> str:
+    import base64
+
+    from andrea.views.legibility import split_phone
+
+    png = base64.b64decode("".join(b64) if isinstance(b64, list) else b64)
+    return base64.b64encode(split_phone(png)[0]).decode("ascii")
+
+
 def colab_notebook(executed: Path) -> nbformat.NotebookNode:
     nb = _with_outputs(executed)
     values, titles = glued_values(nb, executed), _titles()
@@ -157,6 +166,8 @@ def colab_notebook(executed: Path) -> nbformat.NotebookNode:
                 spec = _vegalite_from_html(html) if 'class="andrea-explorer"' in html else None
                 if spec is not None:
                     out["data"] = {VEGALITE: spec, "text/plain": "Precomputed gradient-flow explorer (Vega-Lite)"}
+                if "image/png" in data:  # the site's phone rendering is of no use in Colab
+                    data["image/png"] = _without_phone(data["image/png"])
                 outs.append(out)
             cell.outputs = outs
         cells.append(cell)

@@ -44,9 +44,10 @@ def provenance(name: str) -> str:
     return store.describe(store.load(grid(name)))
 
 
-def run(name: str, workers=None) -> list[dict]:
-    """Recompute grid ``name`` (cached cells are reused) and store it; returns its rows."""
-    return store.rows(store.run(grid(name), workers))
+def run(name: str, workers=None, second_cpu: bool = False) -> list[dict]:
+    """Recompute grid ``name`` (cached cells are reused) and store it; returns its rows. With
+    ``second_cpu``, also the emulated second CPU's copies of its deciding runs (3 to 4 times slower)."""
+    return store.rows(store.run(grid(name), workers, emulated=second_cpu))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,3 +80,19 @@ def status(name: str) -> str:
         return "current"
     except store.StoreError as e:
         return "stale" if "other code" in str(e) else "missing or invalid"
+
+
+def holm_example() -> tuple[str, Finding] | None:
+    """The first deciding comparison, over every grid, whose own 95 % interval lies wholly on one side
+    of zero while Holm's correction over its grid's settings leaves it inconclusive (the primer's
+    example): (grid name, finding), or None when no grid has one."""
+    from .grids import DECLARED, GRIDS
+
+    for name in sorted(GRIDS) + sorted(DECLARED):
+        if status(name) != "current":
+            continue
+        for f in evidence(name).role("decides"):
+            raw = f.raw
+            if raw is not None and raw.label in ("confirmed", "not reproduced") and f.verdict.label == "inconclusive":
+                return name, f
+    return None

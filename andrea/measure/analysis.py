@@ -285,9 +285,10 @@ def time_call(fn, *args, repeat: int = 7, number: int = 3) -> float:
     return float(np.median(times))
 
 
-def gelu_speed(n: int = 4 * 128 * 3072, device: str = "cpu", dtype=torch.float32) -> dict:
+def gelu_speed(n: int = 4 * 128 * 3072, device: str = "cpu", dtype=torch.float32, repeat: int = 9) -> dict:
     """Seconds per call of the readable GELU formula vs torch's fused F.gelu (tanh) on ``n`` values
-    (the default is one ANDREA-120M MLP activation: batch 4, 128 tokens, 3072 features)."""
+    (the default is one ANDREA-120M MLP activation: batch 4, 128 tokens, 3072 features), timed in
+    ``repeat`` interleaved pairs; ``ratio`` is the median of the pairs' ratios."""
     from ..model.layers import gelu
 
     x = torch.randn(n, device=device, dtype=dtype)
@@ -301,7 +302,16 @@ def gelu_speed(n: int = 4 * 128 * 3072, device: str = "cpu", dtype=torch.float32
         F.gelu(x, approximate="tanh")
         sync()
 
-    return {"readable": time_call(readable), "fused": time_call(fused), "n": n, "device": str(device)}
+    # interleaved, pair by pair: a machine that slows down in the middle slows both of a pair alike
+    readable(), fused()  # warm up (allocations, lazy init)
+    pairs = [(time_call(readable, repeat=1), time_call(fused, repeat=1)) for _ in range(repeat)]
+    return {
+        "readable": float(np.median([a for a, _ in pairs])),
+        "fused": float(np.median([b for _, b in pairs])),
+        "ratio": float(np.median([a / b for a, b in pairs])),  # readable / fused, the median of the pairs'
+        "n": n,
+        "device": str(device),
+    }
 
 
 @torch.no_grad()

@@ -80,18 +80,42 @@ def heads_figure(heads: dict, seed: Optional[int] = 0):
     One panel per text with every head as a point (previous-token score against induction score),
     trained and untrained; the last panel, the loss on the first and the second copy of each text."""
     texts = list(heads)
-    fig, axes = plt.subplots(1, len(texts) + 1, figsize=(4.3 * (len(texts) + 1), 4.0))
+    fig, axes = plt.subplots(1, len(texts) + 1, figsize=(3.6 * (len(texts) + 1), 3.9))
+    # every head's scores are small: the axes end a little beyond the largest, the same in each panel
+    top = {
+        k: max(float(heads[t][m][k].max()) for t in texts for m in ("trained", "untrained"))
+        for k in ("previous_token", "induction")
+    }
     for ax, text in zip(axes, texts):
-        for name, c, m in (("untrained", UNTRAINED, "s"), ("trained", TRAINED, "o")):
-            r = heads[text][name]
-            ax.scatter(r["previous_token"].ravel(), r["induction"].ravel(), s=18, color=c, marker=m, label=name)
+        r = heads[text]["untrained"]
+        ax.scatter(
+            r["previous_token"].ravel(),
+            r["induction"].ravel(),
+            s=26,
+            marker="s",
+            facecolors="none",
+            edgecolors=UNTRAINED,
+            linewidths=1.2,
+            label="untrained",
+            zorder=2,
+        )
+        r = heads[text]["trained"]
+        ax.scatter(
+            r["previous_token"].ravel(),
+            r["induction"].ravel(),
+            s=20,
+            color=TRAINED,
+            alpha=0.75,
+            label="trained",
+            zorder=3,
+        )
         ax.set_xlabel("previous-token score", fontsize=10)
         ax.set_ylabel("induction score", fontsize=10)
-        ax.set_xlim(-0.03, 1.03)
-        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlim(0, max(0.3, 1.15 * top["previous_token"]))
+        ax.set_ylim(0, max(0.15, 1.15 * top["induction"]))
         ax.set_title(f"each head, {text}", fontsize=11)
         ax.tick_params(labelsize=10)
-    axes[0].legend(fontsize=10, loc="upper right")
+    axes[0].legend(fontsize=10, loc="upper right", title="scores run to 1", title_fontsize=10)
     bx = axes[-1]
     x = np.arange(2 * len(texts))
     for k, (name, c, hatch) in enumerate((("untrained", UNTRAINED, ""), ("trained", TRAINED, ""))):

@@ -4,7 +4,9 @@
 reader cannot tell apart, legends drawn over the data, each named line's colour) in the PNG; it moves
 a legend that covers plotted points to a free corner of its axes, or below the figure; ``png_audit`` reads it back (the
 site's tests do, on every figure of the built book); ``show_legibly`` makes IPython draw every
-figure through ``book_png``.
+figure through ``book_png``. ``book_png`` also draws the figure for a phone (``phone_png``: panels in
+one row stacked in one column, at a phone's column width) and carries that PNG inside its own
+(``with_phone``); the site's build takes it out (``split_phone``, book/_ext/andrea_site.py).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import matplotlib
 import matplotlib.colors
 
 MIN_FONT_PX = 10.0  # the smallest text a reader is shown, in CSS pixels
-# The widest a figure is shown: the text column at 1280 px is 672 px; on a phone a figure keeps
-# 640 px inside a box that scrolls sideways (book/_static/andrea.css), so its text stays legible.
+# The widest a figure is shown: the text column at 1280 px is 672 px.
 SHOWN_AT_MOST_PX = 640
+# On a phone the site shows another rendering of each figure (``phone_png``), its panels stacked, at
+# most as wide as the text column of a 390 px screen (book/_static/andrea.css, book/_ext/andrea_site.py).
+PHONE_PX = 340
 
 
 def _texts(fig):
@@ -77,11 +81,11 @@ def _natural_width_px(fig, dpi: float) -> float:
     return fig.get_tightbbox(fig.canvas.get_renderer()).width * dpi
 
 
-def legible(fig, dpi: float = 100) -> float:
+def legible(fig, dpi: float = 100, at_most: float = SHOWN_AT_MOST_PX) -> float:
     """Raise every text of the figure that would be shown below ``MIN_FONT_PX`` (the figure shown
-    at most ``SHOWN_AT_MOST_PX`` wide) to that size; returns the smallest font, in the PNG's pixels."""
+    at most ``at_most`` pixels wide) to that size; returns the smallest font, in the PNG's pixels."""
     for _ in range(2):  # the tight box grows with the fonts: a second pass settles it
-        scale = min(1.0, SHOWN_AT_MOST_PX / _natural_width_px(fig, dpi))
+        scale = min(1.0, at_most / _natural_width_px(fig, dpi))
         floor_pt = MIN_FONT_PX * 1.04 * 72 / (dpi * scale)
         small = [t for t in _texts(fig) if t.get_fontsize() < floor_pt]
         for t in small:
@@ -201,6 +205,7 @@ def book_png(fig, dpi: float = 100) -> bytes:
     ``tests/test_site.py`` reads them from the built site."""
     import json
 
+    drawn = [(t, t.get_fontsize()) for t in _texts(fig)]  # the fonts the figure was drawn with
     legible(fig, dpi)
     legends_off_data(fig)
     min_px = legible(fig, dpi)  # a legend moved outside widens the figure: its fonts are checked again
@@ -218,7 +223,108 @@ def book_png(fig, dpi: float = 100) -> bytes:
     }
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
-    return buf.getvalue()
+    shown = [(t, t.get_fontsize()) for t in _texts(fig)]
+    for t, size in drawn:  # the phone's rendering raises the fonts it needs from the figure's own
+        t.set_fontsize(size)
+    phone = phone_png(fig, dpi)
+    for t, size in shown:
+        t.set_fontsize(size)
+    return with_phone(buf.getvalue(), phone)
+
+
+def with_phone(png: bytes, phone: bytes) -> bytes:
+    """``png`` with ``phone`` (the phone's rendering) inside it, base64 in a compressed text chunk
+    ``andrea:phone``, which the site's build takes out into a file of its own (``book/_ext``)."""
+    import base64
+
+    from PIL import Image, PngImagePlugin
+
+    im = Image.open(io.BytesIO(png))
+    info = PngImagePlugin.PngInfo()
+    for k, v in getattr(im, "text", {}).items():
+        info.add_text(k, v)
+    info.add_text("andrea:phone", base64.b64encode(phone).decode("ascii"), zip=True)
+    out = io.BytesIO()
+    im.save(out, format="PNG", pnginfo=info)
+    return out.getvalue()
+
+
+def split_phone(png: bytes) -> tuple[bytes, bytes | None]:
+    """(the PNG without its phone rendering, the phone rendering or None): ``with_phone`` undone."""
+    import base64
+
+    from PIL import Image, PngImagePlugin
+
+    im = Image.open(io.BytesIO(png))
+    text = dict(getattr(im, "text", {}))
+    phone = text.pop("andrea:phone", None)
+    if phone is None:
+        return png, None
+    info = PngImagePlugin.PngInfo()
+    for k, v in text.items():
+        info.add_text(k, v)
+    out = io.BytesIO()
+    im.save(out, format="PNG", pnginfo=info)
+    return out.getvalue(), base64.b64decode(phone)
+
+
+def _panels(fig) -> list | None:
+    """The figure's axes, grouped by panel (twins together) from left to right, when they stand in one
+    row of one grid; None for any other layout (a grid of rows, colorbars, insets)."""
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    specs = [ax.get_subplotspec() for ax in axes]
+    if len(axes) < 2 or any(sp is None for sp in specs):
+        return None
+    grid = specs[0].get_gridspec()
+    if grid.nrows != 1 or any(sp.get_gridspec() is not grid for sp in specs):
+        return None
+    groups: dict = {}
+    for ax, sp in zip(axes, specs):
+        groups.setdefault((sp.colspan.start, sp.colspan.stop), []).append(ax)
+    return [groups[k] for k in sorted(groups)] if len(groups) >= 2 else None
+
+
+def phone_png(fig, dpi: float = 100) -> bytes:
+    """The figure drawn for a phone's text column (``PHONE_PX``): panels that stand in one row are
+    stacked in one column, any other figure is redrawn narrower; fonts raised as ``legible`` does for
+    that width; the PNG carries ``andrea:min-font-px`` like ``book_png``'s. The figure is put back as
+    it was (size, panel places, fonts) afterwards."""
+    from matplotlib.gridspec import GridSpec
+
+    size = fig.get_size_inches().copy()
+    places = [(ax, ax.get_subplotspec(), ax.get_position(original=True)) for ax in fig.axes]
+    fonts = [(t, t.get_fontsize()) for t in _texts(fig)]
+    panels = _panels(fig)
+    width = PHONE_PX / dpi
+    try:
+        if panels is not None:
+            each = min(3.4, max(2.4, size[1] * width / (size[0] / len(panels))))
+            rows = GridSpec(len(panels), 1, figure=fig)
+            for i, group in enumerate(panels):
+                for ax in group:
+                    ax.set_subplotspec(rows[i, 0])
+            fig.set_size_inches(width, each * len(panels) + 0.3)
+        else:
+            fig.set_size_inches(width, max(2.4, min(size[1] * 1.15, size[1] * width / size[0] * 1.6)))
+        legible(fig, dpi, at_most=PHONE_PX)
+        if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":  # that one lays out by itself
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a layout tight_layout cannot fit is drawn as it comes
+                fig.tight_layout(rect=(0, 0.03, 1, 1))
+        min_px = legible(fig, dpi, at_most=PHONE_PX)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"andrea:min-font-px": f"{min_px:.2f}"})
+        return buf.getvalue()
+    finally:
+        fig.set_size_inches(size)
+        for ax, spec, pos in places:
+            if spec is not None:
+                ax.set_subplotspec(spec)
+            ax.set_position(pos)
+        for t, f in fonts:
+            t.set_fontsize(f)
 
 
 def png_audit(data: bytes) -> dict:
@@ -226,7 +332,7 @@ def png_audit(data: bytes) -> dict:
     from PIL import Image
 
     info = getattr(Image.open(io.BytesIO(data)), "text", {})  # a PNG's text chunks
-    return {k: v for k, v in info.items() if k.startswith("andrea:")}
+    return {k: v for k, v in info.items() if k.startswith("andrea:") and k != "andrea:phone"}
 
 
 def show_legibly(ip) -> None:

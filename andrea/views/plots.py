@@ -414,11 +414,15 @@ def seeds_figure(
     source: str = "",
     styles: Optional[dict] = None,
     colors: Optional[dict] = None,
+    mean: str = "arithmetic",
 ):
     """One line per arm through the mean over seeds, with every seed's value as a point: the spread
-    a verdict has to beat is visible. ``styles`` / ``colors`` map an arm to a line style / colour.
+    a verdict has to beat is visible. ``mean="geometric"`` (positive values, for a log axis) takes the
+    mean of the logarithms. ``styles`` / ``colors`` map an arm to a line style / colour.
     Runs whose value is missing (diverged) are drawn as crosses at the top of the panel.
     ``hline`` = (y, label) draws a reference level (e.g. the unigram entropy)."""
+    if mean not in ("arithmetic", "geometric"):
+        raise ValueError(f"mean must be 'arithmetic' or 'geometric', got {mean!r}")
     own = ax is None
     if own:
         fig, ax = plt.subplots(figsize=(6.4, 3.9))
@@ -438,7 +442,8 @@ def seeds_figure(
             bad = len(vals) - len(ok)
             if bad:
                 ax.scatter([xv] * bad, [top] * bad, marker="x", color=c, s=40, zorder=3)
-            means.append(np.mean(ok) if ok and not bad else np.nan)
+            centre = float(np.exp(np.mean(np.log(ok)))) if mean == "geometric" and ok else np.mean(ok) if ok else 0
+            means.append(centre if ok and not bad else np.nan)
         name = labels(a) if labels else str(a)
         ls = (styles or {}).get(a, "-")
         ax.plot(xs, means, color=c, lw=1.8, marker="o", ms=4, label=name, zorder=2, ls=ls)

@@ -11,9 +11,17 @@
 * The attention viewer (``andrea.web.attention``) computes in the page from the trained
   model's weights, its tokenizer and its config: when an HTML build finishes they are written into
   ``_static/andrea/`` of the built site (from ``andrea/results/trained``, never a second copy in git).
+* Phones get figures that fit their column: each figure's PNG carries a second rendering, its panels
+  stacked (``andrea.views.legibility.phone_png``). When the build finishes it is taken out into
+  ``<name>.phone.png`` beside the figure, and each ``<img>`` of the figure becomes a ``<picture>``
+  whose phone source the browser picks at 700 px or less (book/_static/andrea.css).
 """
 
+import re
 from pathlib import Path
+
+PHONE_MEDIA = "(max-width: 700px)"
+_IMG = re.compile(r'<img\b[^>]*?\bsrc="([^"]*_images/[^"/]+?)\.png"[^>]*>')
 
 
 def _is_thebe(js) -> bool:
@@ -49,7 +57,46 @@ def _attention_assets(app, exception):
     write_site_assets(Path(app.outdir) / "_static" / "andrea")
 
 
+def phone_figures(outdir: Path) -> int:
+    """Take the phone renderings out of the built figures and give every page's figures a phone
+    source (the module docstring); returns how many figures have one. Idempotent."""
+    from andrea.views.legibility import split_phone
+
+    images = outdir / "_images"
+    phones = set()
+    for png in sorted(images.glob("*.png")) if images.is_dir() else []:
+        if png.name.endswith(".phone.png"):
+            continue
+        desk, phone = split_phone(png.read_bytes())
+        if phone is not None:
+            png.with_name(png.stem + ".phone.png").write_bytes(phone)
+            png.write_bytes(desk)
+        if png.with_name(png.stem + ".phone.png").is_file():
+            phones.add(png.stem)
+
+    def picture(m):
+        stem = m.group(1).rsplit("/", 1)[-1]
+        if stem not in phones or m.string[: m.start()].endswith('.phone.png">'):  # not twice
+            return m.group(0)
+        return f'<picture><source media="{PHONE_MEDIA}" srcset="{m.group(1)}.phone.png">{m.group(0)}</picture>'
+
+    for page in outdir.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "_images/" not in text:
+            continue
+        new = _IMG.sub(picture, text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    return len(phones)
+
+
+def _phone_figures(app, exception):
+    if exception is None and app.builder.format == "html":
+        phone_figures(Path(app.outdir))
+
+
 def setup(app):
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("build-finished", _attention_assets)
+    app.connect("build-finished", _phone_figures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
