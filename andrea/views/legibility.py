@@ -269,62 +269,163 @@ def split_phone(png: bytes) -> tuple[bytes, bytes | None]:
 
 
 def _panels(fig) -> list | None:
-    """The figure's axes, grouped by panel (twins together) from left to right, when they stand in one
-    row of one grid; None for any other layout (a grid of rows, colorbars, insets)."""
+    """The figure's panels, row by row and left to right, when every axes sits in a cell or span of one
+    grid (or in a grid made inside such a cell: a panel and its colorbar, ``fig.colorbar(ax=...)``);
+    each panel is the list of its axes (twins and colorbars stay with theirs). None for any other
+    layout (a single panel, insets). Panels switched off (``ax.axis("off")``) are left out."""
     axes = [ax for ax in fig.axes if ax.get_visible()]
     specs = [ax.get_subplotspec() for ax in axes]
     if len(axes) < 2 or any(sp is None for sp in specs):
         return None
-    grid = specs[0].get_gridspec()
-    if grid.nrows != 1 or any(sp.get_gridspec() is not grid for sp in specs):
+    tops = [sp.get_topmost_subplotspec() for sp in specs]
+    grid = tops[0].get_gridspec()
+    if any(top.get_gridspec() is not grid for top in tops):
         return None
     groups: dict = {}
-    for ax, sp in zip(axes, specs):
-        groups.setdefault((sp.colspan.start, sp.colspan.stop), []).append(ax)
-    return [groups[k] for k in sorted(groups)] if len(groups) >= 2 else None
+    for ax, top in zip(axes, tops):
+        groups.setdefault((top.rowspan.start, top.colspan.start), []).append(ax)
+    panels = [groups[k] for k in sorted(groups) if any(ax.axison for ax in groups[k])]
+    return panels if len(panels) >= 2 else None
+
+
+def _place(ax, cell, moved: dict) -> None:
+    """Put ``ax``'s panel in ``cell`` of the stacked grid: its own spec if it is a cell of the figure's
+    grid, else the grid made inside that cell (remembered in ``moved``, to be put back)."""
+    from matplotlib.gridspec import GridSpecFromSubplotSpec
+
+    spec = ax.get_subplotspec()
+    inner, top = spec.get_gridspec(), spec.get_topmost_subplotspec().get_gridspec()
+    if inner is top:
+        ax.set_subplotspec(cell)
+        return
+    while isinstance(inner, GridSpecFromSubplotSpec) and inner._subplot_spec.get_gridspec() is not top:
+        inner = inner._subplot_spec.get_gridspec()
+    moved.setdefault(id(inner), (inner, inner._subplot_spec))
+    inner._subplot_spec = cell
+    ax.set_subplotspec(spec)  # its place again, from the moved grid
 
 
 def phone_png(fig, dpi: float = 100) -> bytes:
-    """The figure drawn for a phone's text column (``PHONE_PX``): panels that stand in one row are
-    stacked in one column, any other figure is redrawn narrower; fonts raised as ``legible`` does for
+    """The figure drawn for a phone's text column (``PHONE_PX``): panels of one grid are stacked in one
+    column (row by row), any other figure is redrawn narrower; fonts raised as ``legible`` does for
     that width; the PNG carries ``andrea:min-font-px`` like ``book_png``'s. The figure is put back as
     it was (size, panel places, fonts) afterwards."""
+    import json
+    import warnings
+
     from matplotlib.gridspec import GridSpec
 
     size = fig.get_size_inches().copy()
-    places = [(ax, ax.get_subplotspec(), ax.get_position(original=True)) for ax in fig.axes]
+    places = [(ax, ax.get_subplotspec(), ax.get_position(original=True), ax.get_visible()) for ax in fig.axes]
     fonts = [(t, t.get_fontsize()) for t in _texts(fig)]
+    legends = [lg for lg in fig.legends if lg.get_visible()]  # shown again, one entry per line, below
+    copies = []
+    # the figure's own lines (its provenance) and the panels' titles wrap on a phone
+    notes = [(t, t.get_wrap()) for t in [*fig.texts, *(ax.title for ax in fig.axes)]]
+    # legends that legends_off_data sent below the figure (anchored in its coordinates) go back into
+    # their axes, where matplotlib finds them the emptiest place: the stacked panels have no "below"
+    placed = [(lg, lg._loc, lg._bbox_to_anchor) for ax in fig.axes if (lg := ax.get_legend()) is not None]
+    sent_below = [
+        (lg, loc, anchor)
+        for lg, loc, anchor in placed
+        if anchor is not None and anchor.y0 < lg.axes.get_window_extent().y0
+    ]
     panels = _panels(fig)
+    moved: dict = {}  # grids made inside a cell (a panel and its colorbar), moved with their cell
     width = PHONE_PX / dpi
     try:
         if panels is not None:
-            each = min(3.4, max(2.4, size[1] * width / (size[0] / len(panels))))
-            rows = GridSpec(len(panels), 1, figure=fig)
+            rows_before, cols = panels[0][0].get_subplotspec().get_topmost_subplotspec().get_gridspec().get_geometry()
+            # each panel keeps its shape (a tall heatmap stays tall), between 2.4 in and twice the width
+            each = min(2 * width, max(2.4, (size[1] / rows_before) * width / (size[0] / cols)))
+            stacked = GridSpec(len(panels), 1, figure=fig)
+            kept = {id(ax) for group in panels for ax in group}
+            for ax in fig.axes:
+                if id(ax) not in kept:
+                    ax.set_visible(False)  # a panel switched off
             for i, group in enumerate(panels):
                 for ax in group:
-                    ax.set_subplotspec(rows[i, 0])
+                    _place(ax, stacked[i, 0], moved)
             fig.set_size_inches(width, each * len(panels) + 0.3)
         else:
             fig.set_size_inches(width, max(2.4, min(size[1] * 1.15, size[1] * width / size[0] * 1.6)))
+        for t, _ in notes:
+            t.set_wrap(True)
+        for lg, _, _ in sent_below:
+            lg.set_bbox_to_anchor(None)
+            lg.set_loc("best")
+        for lg in legends:  # a figure legend below the panels, one entry per line
+            lg.set_visible(False)
+            copies.append(
+                fig.legend(
+                    lg.legend_handles,
+                    [t.get_text() for t in lg.get_texts()],
+                    loc="lower center",
+                    bbox_to_anchor=(0.5, 0.03),
+                    ncols=1,
+                    frameon=False,
+                    fontsize=lg.get_texts()[0].get_fontsize() if lg.get_texts() else None,
+                )
+            )
         legible(fig, dpi, at_most=PHONE_PX)
+        below = 0.0
         if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":  # that one lays out by itself
-            import warnings
-
+            fig.canvas.draw()
+            low = [lg for lg in fig.legends if lg.get_visible()]  # and the lines at the figure's foot
+            low += [t for t in fig.texts if t.get_visible() and t.get_position()[1] < 0.15]
+            below = max((a.get_window_extent().y1 / fig.bbox.height for a in low), default=0.0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # a layout tight_layout cannot fit is drawn as it comes
-                fig.tight_layout(rect=(0, 0.03, 1, 1))
-        min_px = legible(fig, dpi, at_most=PHONE_PX)
+                fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+        for _ in range(3):  # raised fonts widen the figure, which shrinks it on the phone: until it settles
+            min_px = legible(fig, dpi, at_most=PHONE_PX)
+            if min_px * min(1.0, PHONE_PX / _natural_width_px(fig, dpi)) >= MIN_FONT_PX:
+                break
+        legends_off_data(fig)  # in the stacked panels, as on the desktop
+        fig.canvas.draw()
+        covering = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        covering = [lg for lg in covering if _covers(lg, lg.axes, fig.canvas.get_renderer())]
+        if covering:  # no free corner: under its own panel, and the panels make room for it
+            renderer = fig.canvas.get_renderer()
+            for lg in covering:  # just under the panel's own tick labels and axis label
+                ax = lg.axes
+                lg.set_visible(False)
+                under = (ax.get_tightbbox(renderer).y0 - 3 - ax.bbox.y0) / ax.bbox.height
+                lg.set_visible(True)
+                lg.set_loc("upper center")
+                lg.set_bbox_to_anchor((0.5, under), transform=ax.transAxes)
+            if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+        meta = {
+            "andrea:min-font-px": f"{min_px:.2f}",
+            "andrea:same-look": json.dumps(same_look(fig)),
+            "andrea:legend-on-data": json.dumps(legends_on_data(fig)),
+        }
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"andrea:min-font-px": f"{min_px:.2f}"})
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
         return buf.getvalue()
     finally:
         fig.set_size_inches(size)
-        for ax, spec, pos in places:
+        for inner, cell in moved.values():
+            inner._subplot_spec = cell
+        for ax, spec, pos, visible in places:
             if spec is not None:
                 ax.set_subplotspec(spec)
             ax.set_position(pos)
+            ax.set_visible(visible)
         for t, f in fonts:
             t.set_fontsize(f)
+        for t, wrap in notes:
+            t.set_wrap(wrap)
+        for lg, loc, anchor in placed:
+            lg._loc = loc
+            lg.set_bbox_to_anchor(anchor)
+        for lg in copies:
+            lg.remove()
+        for lg in legends:
+            lg.set_visible(True)
 
 
 def png_audit(data: bytes) -> dict:
