@@ -298,10 +298,13 @@ def _place(ax, cell, moved: dict) -> None:
     if inner is top:
         ax.set_subplotspec(cell)
         return
-    while isinstance(inner, GridSpecFromSubplotSpec) and inner._subplot_spec.get_gridspec() is not top:
-        inner = inner._subplot_spec.get_gridspec()
-    moved.setdefault(id(inner), (inner, inner._subplot_spec))
-    inner._subplot_spec = cell
+    while isinstance(inner, GridSpecFromSubplotSpec) and inner.get_topmost_subplotspec() is not None:
+        outer = getattr(inner, "_subplot_spec")  # the cell this grid was made in
+        if outer.get_gridspec() is top:
+            break
+        inner = outer.get_gridspec()
+    moved.setdefault(id(inner), (inner, getattr(inner, "_subplot_spec")))
+    setattr(inner, "_subplot_spec", cell)
     ax.set_subplotspec(spec)  # its place again, from the moved grid
 
 
@@ -409,7 +412,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
     finally:
         fig.set_size_inches(size)
         for inner, cell in moved.values():
-            inner._subplot_spec = cell
+            setattr(inner, "_subplot_spec", cell)
         for ax, spec, pos, visible in places:
             if spec is not None:
                 ax.set_subplotspec(spec)
