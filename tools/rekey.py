@@ -221,12 +221,9 @@ def same_code(rev: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 def planned(rev: str) -> list[tuple[Path, str, str]]:
     """(file, stored key, new key) for every stored result the old code had made."""
-    import torch
-
     from andrea.evidence import store
-    from andrea.evidence.grids import GRIDS, grid
+    from andrea.evidence.grids import GRIDS
     from andrea.files import source_hash
-    from andrea.trained import model as trained
     from andrea.views import explorer
 
     mapped = sorted(n for old in OLD_CODE_MODULES for n in RENAMED[old])
@@ -235,23 +232,7 @@ def planned(rev: str) -> list[tuple[Path, str, str]]:
     new_explorer = sorted(n for old in OLD_EXPLORER_MODULES for n in RENAMED[old] if n != "training.optimizer")
     old_code = old_source_hash(rev, OLD_CODE_MODULES)
     old_explorer = old_source_hash(rev, OLD_EXPLORER_MODULES)
-    torch_part = f"torch{torch.__version__.split('+')[0]}"
-    out = []
-    for name in sorted(GRIDS):
-        g = grid(name)
-        path = store.path(name)
-        stored = json.loads(path.read_text())["key"]
-        if stored == g.key():
-            continue  # already current
-        if stored != f"{old_code}-{torch_part}-{g.spec_hash()}":
-            raise SystemExit(f"{path}: stored key {stored} is not what the old code made ({old_code}-{torch_part}-...)")
-        out.append((path, stored, g.key()))
-    stored = json.loads(trained.LOG.read_text())["key"]
-    spec = trained.key().split("-", 1)[1]
-    if stored != trained.key():
-        if stored != f"{old_code}-{spec}":
-            raise SystemExit(f"{trained.LOG}: stored key {stored} is not what the old code made ({old_code}-{spec})")
-        out.append((trained.LOG, stored, trained.key()))
+    out = _grid_and_trained_keys(old_code, sorted(GRIDS))
     path = store.path(explorer.SHIPPED)
     stored = json.loads(path.read_text())["key"]
     new = explorer.shipped_key()
@@ -344,21 +325,29 @@ def planned_same_names(rev: str) -> list[tuple[Path, str, str]]:
     """(file, stored key, new key) for every stored result that the old code had made, the modules
     under the same names: the grids, declared or not, and the trained model (the explorer's key covers
     none of ``SAME_TEXT``'s modules)."""
+    from andrea.evidence import store
+    from andrea.evidence.grids import DECLARED, GRIDS
+
+    return _grid_and_trained_keys(old_source_hash(rev, store.CODE_MODULES), sorted(GRIDS) + sorted(DECLARED))
+
+
+def _grid_and_trained_keys(old_code: str, names: list[str]) -> list[tuple[Path, str, str]]:
+    """(file, stored key, new key) for the grids ``names`` and the trained model's log, whose stored keys
+    the old code (hash ``old_code``) made; a key that is neither current nor the old code's stops it."""
     import torch
 
     from andrea.evidence import store
-    from andrea.evidence.grids import DECLARED, GRIDS, grid
+    from andrea.evidence.grids import grid
     from andrea.trained import model as trained
 
-    old_code = old_source_hash(rev, store.CODE_MODULES)
     torch_part = f"torch{torch.__version__.split('+')[0]}"
     out = []
-    for name in sorted(GRIDS) + sorted(DECLARED):
+    for name in names:
         g = grid(name)
         path = store.path(name)
         stored = json.loads(path.read_text())["key"]
         if stored == g.key():
-            continue
+            continue  # already current
         if stored != f"{old_code}-{torch_part}-{g.spec_hash()}":
             raise SystemExit(f"{path}: stored key {stored} is not what the old code made ({old_code}-{torch_part}-...)")
         out.append((path, stored, g.key()))
