@@ -447,3 +447,33 @@ def test_make_experiments_leaves_the_second_cpus_copies_to_their_own_command(tmp
     assert calls == [(g.name, False), (g.name, True)]
     out = capsys.readouterr().out
     assert f"{len(g.decision_cells())} copies made" in out and "every deciding run has its copy" in out
+
+
+def test_each_second_cpu_copy_is_stored_as_it_finishes(tmp_path, monkeypatch):
+    """A session that stops in the middle of the emulated copies (a grid's take 2 to 4 core-hours) keeps
+    the copies it finished in the results file, which git keeps: the next session resumes from them. The
+    verdicts stay this machine's alone until the last copy is there."""
+    import json
+
+    from andrea.evidence import emulate, evaluation
+
+    g = grids.grid("ch2_norm_lr")
+    real = json.loads(store.path(g.name).read_text())
+    copies = {i: real["cells"][i].pop("emulated") for i in g.decision_cells()}
+    monkeypatch.setattr(store, "RESULTS", tmp_path)
+    _write(g.name, real)
+    first = g.decision_cells()[0]
+
+    def stopped(cells, code, n_workers, rule, done):
+        done(0, copies[first])  # one copy finishes, then the session stops
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(emulate, "train", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        store.run(g, 1, emulated=True)
+    blob = store.load(g)  # a whole file, its digest right
+    assert "emulated" in blob["cells"][first]
+    assert blob["cells"][first]["emulated"]["final_val_loss"] == copies[first]["final_val_loss"]
+    assert len(store.emulated_missing(g, blob)) == len(g.decision_cells()) - 1
+    assert [c["result"] for c in blob["cells"]] == [c["result"] for c in real["cells"]]
+    assert evaluation.evidence(g.name).missing_emulated == len(g.decision_cells()) - 1

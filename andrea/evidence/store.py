@@ -392,6 +392,41 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
     emu: dict = {
         i: stored[c.key()]["emulated"] for i, c in enumerate(grid.cells) if "emulated" in stored.get(c.key(), {})
     }
+    before = _header(grid)  # a file rewritten without a new run keeps when and where its runs were made
+
+    def write(trained: bool) -> dict:
+        # an emulated copy shows the outcome of a seed already seen in its native run: it carries that
+        # run's stamp
+        stamped = {i: {**row, "rule": rows[i].get("rule")} for i, row in emu.items()}
+        blob = {
+            "grid": grid.name,
+            "title": grid.title,
+            "prediction": grid.prediction,
+            "key": grid.key(),
+            "rule_key": rule,  # the rule when this file was written; each run records its own (rule_status)
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "device": "cpu",
+            "threads_per_run": 1,
+            "machine": f"{platform.machine()} {platform.system()}" if trained else before.get("machine"),
+            "emulation": emulate.EMULATED,
+            "created": datetime.now(timezone.utc).strftime("%Y-%m-%d") if trained else before.get("created"),
+            # the last invocation that trained something (stored runs are reused)
+            "seconds": round(time.perf_counter() - t0, 1) if trained else before.get("seconds"),
+            "compute_seconds": round(sum(r.get("seconds", 0.0) for r in rows), 1),  # every run, one core each
+            "emulated_seconds": round(sum(r.get("seconds", 0.0) for r in stamped.values()), 1),
+            "rule": grid.rule,
+            "decisions": [d.spec() for d in grid.decisions],
+            "checks": [grid.index(d.rerun_label()) for d in grid.decisions if d.role == "decides"],
+            "cells": [
+                {**c.spec(), "result": r, **({"emulated": stamped[i]} if i in stamped else {})}
+                for i, (c, r) in enumerate(zip(grid.cells, rows))
+            ],
+        }
+        blob["digest"] = digest(blob["cells"])
+        atomic_write_text(path(grid.name), json.dumps(blob, indent=1) + "\n")
+        return blob
+
     if emulated:
         need = [i for i in grid.decision_cells() if i not in emu]
         if cached_only:
@@ -400,43 +435,22 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
                 if hit is not None:
                     emu[i] = hit
             need = []
+        if trained:
+            write(True)  # the native runs are kept before the (long) emulated copies start
         pb = bar(len(need), f"{grid.name}: {len(need)} runs as another CPU trains them", unit="run")
         cells = [grid.cells[i] for i in need]
-        for j, row in enumerate(emulate.train(cells, code_hash(), n_workers, rule, lambda j, r: pb.update(1))):
+
+        def copied(j: int, row: dict) -> None:
+            # each copy is stored as it finishes: a stopped session keeps it in the results file, which
+            # git keeps (the verdicts stay this machine's alone until the last copy: emulated_missing)
             emu[need[j]] = row
+            write(True)
+            pb.update(1)
+
+        emulate.train(cells, code_hash(), n_workers, rule, copied)
         pb.close()
         trained = trained or bool(need)
-    # an emulated copy shows the outcome of a seed already seen in its native run: it carries that run's stamp
-    emu = {i: {**row, "rule": rows[i].get("rule")} for i, row in emu.items()}
-    before = _header(grid)  # a file rewritten without a new run keeps when and where its runs were made
-    blob = {
-        "grid": grid.name,
-        "title": grid.title,
-        "prediction": grid.prediction,
-        "key": grid.key(),
-        "rule_key": rule,  # the rule when this file was written; each run records its own (rule_status)
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "device": "cpu",
-        "threads_per_run": 1,
-        "machine": f"{platform.machine()} {platform.system()}" if trained else before.get("machine"),
-        "emulation": emulate.EMULATED,
-        "created": datetime.now(timezone.utc).strftime("%Y-%m-%d") if trained else before.get("created"),
-        # the last invocation that trained something (stored runs are reused)
-        "seconds": round(time.perf_counter() - t0, 1) if trained else before.get("seconds"),
-        "compute_seconds": round(sum(r.get("seconds", 0.0) for r in rows), 1),  # every run, one core each
-        "emulated_seconds": round(sum(r.get("seconds", 0.0) for r in emu.values()), 1),
-        "rule": grid.rule,
-        "decisions": [d.spec() for d in grid.decisions],
-        "checks": [grid.index(d.rerun_label()) for d in grid.decisions if d.role == "decides"],
-        "cells": [
-            {**c.spec(), "result": r, **({"emulated": emu[i]} if i in emu else {})}
-            for i, (c, r) in enumerate(zip(grid.cells, rows))
-        ],
-    }
-    blob["digest"] = digest(blob["cells"])
-    atomic_write_text(path(grid.name), json.dumps(blob, indent=1) + "\n")
-    return blob
+    return write(trained)
 
 
 def digest(cells: list) -> str:
