@@ -98,7 +98,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     "01_residual": {
         "exact": (
             "cause_words controls_same controls_words deep_depths emb_rms eps_ratio_48 eps_ratio_96 "
-            "gap_max gap_min grows_reason grows_verdict growth_exp identity_words kl_max leave_words "
+            "gap_max gap_min grows_words growth_exp identity_words kl_max leave_words "
             "lr_words move_first move_last needs_verdict nores_ratio_12 nores_ratio_24 nores_ratio_48 "
             "nores_ratio_96 nores_stream_48 noscale_ratio_48 plateau_words rank_nores_6 rank_res_48 "
             "res_ratio_96 res_words rescue_words shallow_words share_blocks share_emb share_final "

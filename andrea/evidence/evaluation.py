@@ -96,3 +96,32 @@ def holm_example() -> tuple[str, Finding] | None:
             if raw is not None and raw.label in ("confirmed", "not reproduced") and f.verdict.label == "inconclusive":
                 return name, f
     return None
+
+
+def holm_interval(name: str, f: Finding) -> tuple[float, int, object]:
+    """The interval Holm's correction asks of deciding comparison ``f`` of grid ``name`` (the primer's
+    example): (its confidence level, its rank among the grid's deciding comparisons by two-sided p, 1
+    for the clearest, and the interval itself, ``verdict.Interval``). Holm orders the m comparisons from
+    the clearest; the k-th must clear the margin with a 1 - 0.05 / (m - k + 1) interval, and the
+    checking stops at the first that fails."""
+    from scipy import stats
+
+    from .verdict import Interval, t975
+
+    deciding = [d.raw for d in evidence(name).role("decides")]
+    if f.raw is None or f.raw.interval is None or f.raw.p is None or f.raw.p_opposite is None:
+        raise ValueError(f"{f.decision.what!r} has no paired interval and p-values to widen")
+
+    def two_sided(v) -> float:
+        if v is None or v.p is None or v.p_opposite is None:
+            return 1.0
+        return min(1.0, 2 * min(v.p, v.p_opposite))
+
+    mine = two_sided(f.raw)
+    rank = 1 + sum(two_sided(v) < mine for v in deciding)
+    level = 1 - 0.05 / (len(deciding) - rank + 1)
+    ci = f.raw.interval
+    n = ci.n
+    scale = float(stats.t.ppf(1 - (1 - level) / 2, n - 1)) / t975(n - 1)
+    half = (ci.hi - ci.lo) / 2 * scale
+    return level, rank, Interval(ci.mean, ci.mean - half, ci.mean + half, n)

@@ -144,10 +144,11 @@ def _bottom_row(fig, ax) -> bool:
     )
 
 
-def legends_off_data(fig) -> None:
+def legends_off_data(fig, send_below: bool = True) -> None:
     """Move every axis legend that covers plotted points to the first corner of its axes where it
-    covers none; where there is none, below everything drawn (an axis of the bottom row), else to the
-    corner where it covers the fewest. A legend anchored by hand is left where it is."""
+    covers none; where there is none, below everything drawn (an axis of the bottom row, with
+    ``send_below``), else to the corner where it covers the fewest. A legend anchored by hand is left
+    where it is."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     below = []
@@ -165,7 +166,7 @@ def legends_off_data(fig) -> None:
                 break
         best = min(cost, key=lambda loc: cost[loc])
         lg.set_loc(best)
-        if cost[best] and _bottom_row(fig, ax):
+        if cost[best] and send_below and _bottom_row(fig, ax):
             below.append(ax)
     if below:
         # under the lowest text of the figure (tick labels, x labels, a provenance line), in figure coordinates
@@ -334,6 +335,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         if anchor is not None and anchor.y0 < lg.axes.get_window_extent().y0
     ]
     panels = _panels(fig)
+    unshared: list = []  # (axes, its y label) whose shared y tick labels the phone shows
     moved: dict = {}  # grids made inside a cell (a panel and its colorbar), moved with their cell
     width = PHONE_PX / dpi
     try:
@@ -350,6 +352,16 @@ def phone_png(fig, dpi: float = 100) -> bytes:
                 for ax in group:
                     _place(ax, stacked[i, 0], moved)
             fig.set_size_inches(width, each * len(panels) + 0.3)
+            # panels that shared a y-axis across a row showed its numbers (and its label) on the first
+            # only: stacked, each panel shows its own
+            for ax in [a for a in fig.axes if id(a) in kept]:
+                siblings = ax.get_shared_y_axes().get_siblings(ax)
+                if len(siblings) < 2 or ax.yaxis.get_tick_params(which="major").get("labelleft", True):
+                    continue
+                unshared.append((ax, ax.get_ylabel()))
+                ax.yaxis.set_tick_params(which="both", labelleft=True)
+                if not ax.get_ylabel():
+                    ax.set_ylabel(next((a.get_ylabel() for a in siblings if a.get_ylabel()), ""))
         else:
             fig.set_size_inches(width, max(2.4, min(size[1] * 1.15, size[1] * width / size[0] * 1.6)))
         for t, _ in notes:
@@ -384,23 +396,40 @@ def phone_png(fig, dpi: float = 100) -> bytes:
             min_px = legible(fig, dpi, at_most=PHONE_PX)
             if min_px * min(1.0, PHONE_PX / _natural_width_px(fig, dpi)) >= MIN_FONT_PX:
                 break
-        legends_off_data(fig)  # in the stacked panels, as on the desktop
+        # in the stacked panels, as on the desktop; one with no free corner goes under its own panel
+        # (below), the last panel's too
+        legends_off_data(fig, send_below=False)
         fig.canvas.draw()
         covering = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
         covering = [lg for lg in covering if _covers(lg, lg.axes, fig.canvas.get_renderer())]
-        if covering:  # no free corner: under its own panel, and the panels make room for it
+        if covering:  # no free corner: under its own panel, and the figure grows by its height
             renderer = fig.canvas.get_renderer()
-            for lg in covering:  # just under the panel's own tick labels and axis label
-                ax = lg.axes
-                lg.set_visible(False)
-                under = (ax.get_tightbbox(renderer).y0 - 3 - ax.bbox.y0) / ax.bbox.height
-                lg.set_visible(True)
-                lg.set_loc("upper center")
-                lg.set_bbox_to_anchor((0.5, under), transform=ax.transAxes)
+            grow = sum(lg.get_window_extent(renderer).height / fig.dpi + 0.1 for lg in covering)
+            w, h = fig.get_size_inches()
+            fig.set_size_inches(w, h + grow)
             if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+                    fig.tight_layout(rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            # just under the panel's own tick labels and axis label; the layout then makes room for the
+            # legends, which moves the panels: placed again where the panels are now
+            for settle in range(3):
+                for lg in covering:
+                    ax = lg.axes
+                    lg.set_visible(False)
+                    under = (ax.get_tightbbox(renderer).y0 - 3 - ax.bbox.y0) / ax.bbox.height
+                    lg.set_visible(True)
+                    lg.set_loc("upper center")
+                    lg.set_bbox_to_anchor((0.5, under), transform=ax.transAxes)
+                if settle == 2 or type(fig.get_layout_engine()).__name__ == "ConstrainedLayoutEngine":
+                    break
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fig.tight_layout(rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
+                fig.canvas.draw()
+                renderer = fig.canvas.get_renderer()
         meta = {
             "andrea:min-font-px": f"{min_px:.2f}",
             "andrea:same-look": json.dumps(same_look(fig)),
@@ -411,6 +440,9 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         return buf.getvalue()
     finally:
         fig.set_size_inches(size)
+        for ax, label in unshared:
+            ax.yaxis.set_tick_params(which="both", labelleft=False)
+            ax.set_ylabel(label)
         for inner, cell in moved.values():
             setattr(inner, "_subplot_spec", cell)
         for ax, spec, pos, visible in places:

@@ -77,6 +77,11 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
     return pick_device()
 
 
+# A claims table's own label, not a verdict: a pattern that exploration runs show and that no rule,
+# declared before fresh seeds, has tested (the primer's "Exploration, then fresh seeds").
+EXPLORED = "explored only"
+
+
 @dataclass
 class Claim:
     """One statement from the source documents, the measurement that tests it, and the verdict.
@@ -87,7 +92,7 @@ class Claim:
 
     claim: str  # what the document says (paraphrased in English)
     measured: str  # what the code measured
-    verdict: Any  # a Verdict, or one of andrea.evidence.verdict.LABELS
+    verdict: Any  # a Verdict, one of andrea.evidence.verdict.LABELS, or EXPLORED
     evidence: str = ""  # where the measurement comes from / why
 
     @property
@@ -95,8 +100,8 @@ class Claim:
         from ..evidence.verdict import LABELS
 
         label = getattr(self.verdict, "label", self.verdict)
-        if label not in LABELS:
-            raise ValueError(f"verdict must be one of {LABELS}, got {label!r}")
+        if label not in (*LABELS, EXPLORED):
+            raise ValueError(f"verdict must be one of {(*LABELS, EXPLORED)}, got {label!r}")
         return label
 
     @property
@@ -116,6 +121,7 @@ class ClaimsTable:
         "inconclusive": "#666666",
         "not testable": "#666666",
         "depends on the machine": "#CC79A7",
+        EXPLORED: "#666666",
     }
 
     def __init__(self, claims: list[Claim]):

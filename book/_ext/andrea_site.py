@@ -22,6 +22,9 @@ from pathlib import Path
 
 PHONE_MEDIA = "(max-width: 700px)"
 _IMG = re.compile(r'<img\b[^>]*?\bsrc="([^"]*_images/[^"/]+?)\.png"[^>]*>')
+_FIGURE = re.compile(r'<figure class="([^"]*)"(.*?)</figure>', re.S)
+# a caption that places its panels ("left:", "top row") speaks of the desktop layout
+_PLACES = re.compile(r"\b(left|right|middle|top row|bottom row)\b", re.I)
 
 
 def _is_thebe(js) -> bool:
@@ -80,11 +83,20 @@ def phone_figures(outdir: Path) -> int:
             return m.group(0)
         return f'<picture><source media="{PHONE_MEDIA}" srcset="{m.group(1)}.phone.png">{m.group(0)}</picture>'
 
+    def stacked(m):
+        # a figure with a phone rendering whose caption names panel places: on a phone the panels are
+        # stacked, and the caption says how to read its places there (andrea.css, .andrea-stacked)
+        classes, body = m.group(1), m.group(2)
+        caption = body.split("<figcaption", 1)[-1] if "<figcaption" in body else ""
+        if "andrea-stacked" in classes or ".phone.png" not in body or not _PLACES.search(caption):
+            return m.group(0)
+        return f'<figure class="{classes} andrea-stacked"{body}</figure>'
+
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         if "_images/" not in text:
             continue
-        new = _IMG.sub(picture, text)
+        new = _FIGURE.sub(stacked, _IMG.sub(picture, text))
         if new != text:
             page.write_text(new, encoding="utf-8")
     return len(phones)
