@@ -63,3 +63,80 @@ def relative_difference(js: list, torch_values: list) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.abs(a - b) / np.abs(b)
     return np.where((a == 0) & (b == 0), 0.0, d)
+
+
+def js_model(config) -> dict:
+    """An ``AndreaConfig`` as andrea_train.js's ``checkModel`` names it (GPT-2's initialisation, the
+    GELU-tanh MLP with biases and LayerScale per channel: the only model the page trains)."""
+    supported = {"init": "gpt2", "activation": "gelu_tanh", "bias": True, "dropout": 0.0, "ln_eps": 1e-5}
+    for k, v in supported.items():
+        if getattr(config, k) != v:
+            raise ValueError(f"the page trains models with {k}={v!r} only, got {getattr(config, k)!r}")
+    if config.mlp_dim not in (None, 4 * config.d_model) or config.layerscale_kind != "channel":
+        raise ValueError("the page trains the 4x MLP with per-channel LayerScale only")
+    if config.norm not in ("pre", "post", "none"):
+        raise ValueError(f"the page trains norm pre, post or none, got {config.norm!r}")
+    return {
+        "vocab": config.vocab_size,
+        "context": config.context_length,
+        "width": config.d_model,
+        "heads": config.n_head,
+        "depth": config.n_layer,
+        "norm": config.norm,
+        "residual": config.residual,
+        "layerscale": config.layerscale,
+    }
+
+
+def js_train(t) -> dict:
+    """A ``TrainConfig`` as andrea_train.js's ``checkTrain`` names it."""
+    return {
+        "steps": t.steps,
+        "batchSize": t.batch_size,
+        "seqLen": t.seq_len,
+        "lr": t.lr,
+        "warmup": t.warmup,
+        "minLrRatio": t.min_lr_ratio,
+        "weightDecay": t.weight_decay,
+        "beta1": t.beta1,
+        "beta2": t.beta2,
+        "gradClip": t.grad_clip,
+    }
+
+
+def training_case(config, t, tokenizer: str = "bytes") -> dict:
+    """A run of ``andrea.training.train.train`` as the page can repeat it: the initial weights and the
+    batches of every step (drawn as ``train`` draws them: the model from ``torch.manual_seed(t.seed)``,
+    the batches from the generator seeded ``t.seed * 1000``), torch's training loss at every step,
+    and AdamW's moments after the last step (from the run's checkpoint), by parameter name."""
+    import tempfile
+
+    from ..model.transformer import read_checkpoint
+    from ..training.data import load_token_data
+    from ..training.train import train
+
+    data = load_token_data(tokenizer)
+    torch.manual_seed(t.seed)
+    model = Andrea(config)
+    gen = torch.Generator().manual_seed(t.seed * 1000)
+    batches = []
+    for _ in range(t.steps):
+        x, y = data.batch("train", t.batch_size, t.seq_len, gen)
+        batches.append({"idx": x.reshape(-1).tolist(), "targets": y.reshape(-1).tolist()})
+    with tempfile.TemporaryDirectory() as d:
+        result = train(config, t, data, device="cpu", out_dir=d, progress=False)
+        if result.checkpoint is None or result.diverged:
+            raise RuntimeError(f"torch's run did not finish its {t.steps} steps (diverged: {result.diverged})")
+        blob = read_checkpoint(result.checkpoint)
+    # the optimizer's state is kept by parameter index, matrices first (optimizer.make_optimizer)
+    params = dict(model.named_parameters())
+    order = [n for n, p in params.items() if p.dim() >= 2] + [n for n, p in params.items() if p.dim() < 2]
+    state = blob["extra"]["optimizer"]["state"]
+    moments = {part: {n: _b64(state[i][part]) for i, n in enumerate(order)} for part in ("exp_avg", "exp_avg_sq")}
+    return {
+        "model": js_model(config),
+        "train": js_train(t),
+        "weights": {k: _b64(v) for k, v in model.state_dict().items()},
+        "batches": batches,
+        "torch": {"loss": [float(v) for v in result.history["loss"]], **moments},
+    }

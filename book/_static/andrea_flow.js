@@ -80,7 +80,8 @@
 
   /* Names and shapes of the state_dict, in the torch model's order. */
   function shapes(s) {
-    var C = s.width, out = [["token_embedding.weight", [VOCAB, C]], ["position_embedding.weight", [SEQ, C]]];
+    var C = s.width, V = s.vocab || VOCAB, L = s.context || SEQ;
+    var out = [["token_embedding.weight", [V, C]], ["position_embedding.weight", [L, C]]];
     for (var i = 0; i < s.depth; i++) {
       var p = "blocks." + i + ".";
       if (s.norm !== "none") out.push([p + "ln_1.weight", [C]], [p + "ln_1.bias", [C]]);
@@ -98,7 +99,10 @@
   /* GPT-2's initialisation, drawn from `seed` (float32 arrays, keyed by state_dict name). */
   function initWeights(setting) {
     var s = checkSetting(setting), next = rng(1000003 * s.seed + 17), w = {};
-    shapes(s).forEach(function (e) {
+    // a model to train names its vocabulary and context (andrea_train.js); the explorer's are fixed
+    var sized = {width: s.width, depth: s.depth, norm: s.norm, layerscale: s.layerscale,
+                 vocab: setting.vocab, context: setting.context};
+    shapes(sized).forEach(function (e) {
       var name = e[0], shape = e[1], n = shape.reduce(function (a, b) { return a * b; }, 1), a;
       if (/\.bias$/.test(name)) a = new Float32Array(n);
       else if (/ln_\d\.weight$|final_norm\.weight$/.test(name)) a = new Float32Array(n).fill(1);
@@ -128,13 +132,94 @@
     return Math.sqrt(sq / a.length);
   }
 
+  /* The model's forward pass on TensorFlow.js tensors, for a batch of B sequences of T tokens (N = B*T
+   * rows). W: {state_dict name: tensor}; s: a checked setting (s.heads: the number of heads, default
+   * width / 32). opts.wiring overrides the norm placement (the tests' negative control); with
+   * opts.weightGrads the products pass gradients to the weights as well (training), else to their
+   * input only (the probe, whose weights are constants). Returns embed(idx) -> the stream entering
+   * block 0, block(x, i), and loss(x, oneHotTargets): the final norm, the tied head and the mean
+   * cross-entropy. Call it inside tf.tidy. */
+  function network(s, W, B, T, opts) {
+    var tf = root.tf, norm = (opts && opts.wiring) || s.norm, train = !!(opts && opts.weightGrads);
+    var C = s.width, H = s.heads || C / HEAD_DIM, D = C / H, N = B * T;
+    var mask = tf.mul(tf.sub(tf.linalg.bandPart(tf.ones([T, T]), -1, 0), 1), 1e30);  // 0 on and below the diagonal
+
+    // y = x W^T + b, with torch's W (out, in). TensorFlow.js's matMul is several times slower with a
+    // transposed operand on WebAssembly, so for the probe both layouts are kept and each product is a
+    // plain one: forward x (in, out-layout W^T), backward dy W. This states matMul's own gradient for x
+    // (the weights are constants there); tf.grads still differentiates everything else. Training needs
+    // the weights' gradients too, and differentiates the product itself.
+    var WT = {};
+    function product(name) {
+      if (!WT[name]) {
+        var w = W[name];
+        if (train) WT[name] = function (x) { return tf.matMul(x, w, false, true); };
+        else {
+          var wt = tf.transpose(w);
+          WT[name] = tf.customGrad(function (x) {
+            return {value: tf.matMul(x, wt), gradFunc: function (dy) { return [tf.matMul(dy, w)]; }};
+          });
+        }
+      }
+      return WT[name];
+    }
+    function linear(x, name) {
+      return tf.add(product(name + ".weight")(x), W[name + ".bias"]);
+    }
+    function layerNorm(x, name) {
+      var m = tf.moments(x, -1, true);
+      return tf.add(tf.mul(tf.mul(tf.sub(x, m.mean), tf.rsqrt(tf.add(m.variance, LN_EPS))), W[name + ".weight"]), W[name + ".bias"]);
+    }
+    function heads(t) { return tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, D]), [0, 2, 1, 3]), [B * H, T, D]); }
+    function attention(x, p) {
+      var qkv = tf.split(linear(x, p + "attn.qkv"), 3, 1);
+      var scores = tf.add(tf.mul(tf.matMul(heads(qkv[0]), heads(qkv[1]), false, true), 1 / Math.sqrt(D)), mask);
+      var y = tf.matMul(tf.softmax(scores), heads(qkv[2]));  // (B*H, T, D)
+      y = tf.reshape(tf.transpose(tf.reshape(y, [B, H, T, D]), [0, 2, 1, 3]), [N, C]);
+      return linear(y, p + "attn.proj");
+    }
+    function mlp(x, p) {
+      var h = linear(x, p + "mlp.fc");
+      var inner = tf.mul(tf.add(h, tf.mul(tf.mul(tf.mul(h, h), h), 0.044715)), GELU_C);
+      var g = tf.mul(tf.mul(h, 0.5), tf.add(tf.tanh(inner), 1));
+      return linear(g, p + "mlp.proj");
+    }
+    function sublayer(x, p, i, f) {
+      var ln = p + "ln_" + i, ls = W[p + "ls_" + i + ".scale"];
+      var scale = function (d) { return ls ? tf.mul(d, ls) : d; };
+      if (norm === "post") { var d = scale(f(x, p)); return layerNorm(s.residual ? tf.add(x, d) : d, ln); }
+      var delta = scale(f(norm === "pre" ? layerNorm(x, ln) : x, p));
+      return s.residual ? tf.add(x, delta) : delta;
+    }
+    return {
+      embed: function (idx) {
+        var pos = W["position_embedding.weight"];
+        if (pos.shape[0] !== T) pos = tf.slice(pos, [0, 0], [T, C]);  // the first T positions
+        var E = W["token_embedding.weight"];
+        // training differentiates the table: gather's gradient has no WebAssembly kernel, a one-hot
+        // product's has
+        var tok = train ? tf.matMul(tf.cast(tf.oneHot(idx, E.shape[0]), "float32"), E) : tf.gather(E, idx);
+        return tf.add(tok, tf.tile(pos, [B, 1]));
+      },
+      block: function (x, i) {
+        var p = "blocks." + i + ".";
+        return sublayer(sublayer(x, p, 1, attention), p, 2, mlp);
+      },
+      loss: function (x, oneHot) {
+        if (norm === "pre") x = layerNorm(x, "final_norm");
+        var logp = tf.logSoftmax(product("token_embedding.weight")(x));  // the tied head: x E^T
+        return tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), N);
+      },
+    };
+  }
+
   /* One forward and backward pass. weights: {name: Float32Array}; batch: {idx, targets} (B*T ids).
    * opts.wiring overrides the norm placement of the forward pass (the tests' negative control). */
   function gradientFlow(setting, weights, batch, opts) {
     var tf = root.tf;
     if (!tf) fail("TensorFlow.js (the global tf) is not loaded");
     var s = checkSetting(setting), norm = (opts && opts.wiring) || s.norm;
-    var C = s.width, H = C / HEAD_DIM, B = BATCH, T = SEQ, N = B * T;
+    var C = s.width, B = BATCH, T = SEQ, N = B * T;
     shapes(s).forEach(function (e) {
       var a = weights[e[0]], n = e[1].reduce(function (x, y) { return x * y; }, 1);
       if (!a || a.length !== n) fail("weight " + e[0] + " must have " + n + " values, got " + (a ? a.length : "none"));
@@ -148,52 +233,8 @@
     return tf.tidy(function () {
       shapes(s).forEach(function (e) { W[e[0]] = tf.tensor(weights[e[0]], e[1], "float32"); });
       var idx = tf.tensor1d(batch.idx, "int32"), oneHot = tf.oneHot(tf.tensor1d(batch.targets, "int32"), VOCAB);
-      var mask = tf.mul(tf.sub(tf.linalg.bandPart(tf.ones([T, T]), -1, 0), 1), 1e30);  // 0 on and below the diagonal
-      var pos = tf.tile(W["position_embedding.weight"], [B, 1]);  // (N, C)
-      var x0 = tf.add(tf.gather(W["token_embedding.weight"], idx), pos);
-
-      // y = x W^T + b, with torch's W (out, in). TensorFlow.js's matMul is several times slower with a
-      // transposed operand on WebAssembly, so both layouts are kept and each product is a plain one:
-      // forward x (in, out-layout W^T), backward dy W. This states matMul's own gradient for x (the
-      // weights are constants here); tf.grads still differentiates everything else.
-      var WT = {};
-      function product(name) {
-        if (!WT[name]) {
-          var w = W[name], wt = tf.transpose(w);
-          WT[name] = tf.customGrad(function (x) {
-            return {value: tf.matMul(x, wt), gradFunc: function (dy) { return [tf.matMul(dy, w)]; }};
-          });
-        }
-        return WT[name];
-      }
-      function linear(x, name) {
-        return tf.add(product(name + ".weight")(x), W[name + ".bias"]);
-      }
-      function layerNorm(x, name) {
-        var m = tf.moments(x, -1, true);
-        return tf.add(tf.mul(tf.mul(tf.sub(x, m.mean), tf.rsqrt(tf.add(m.variance, LN_EPS))), W[name + ".weight"]), W[name + ".bias"]);
-      }
-      function heads(t) { return tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, HEAD_DIM]), [0, 2, 1, 3]), [B * H, T, HEAD_DIM]); }
-      function attention(x, p) {
-        var qkv = tf.split(linear(x, p + "attn.qkv"), 3, 1);
-        var scores = tf.add(tf.mul(tf.matMul(heads(qkv[0]), heads(qkv[1]), false, true), 1 / Math.sqrt(HEAD_DIM)), mask);
-        var y = tf.matMul(tf.softmax(scores), heads(qkv[2]));  // (B*H, T, hs)
-        y = tf.reshape(tf.transpose(tf.reshape(y, [B, H, T, HEAD_DIM]), [0, 2, 1, 3]), [N, C]);
-        return linear(y, p + "attn.proj");
-      }
-      function mlp(x, p) {
-        var h = linear(x, p + "mlp.fc");
-        var inner = tf.mul(tf.add(h, tf.mul(tf.mul(tf.mul(h, h), h), 0.044715)), GELU_C);
-        var g = tf.mul(tf.mul(h, 0.5), tf.add(tf.tanh(inner), 1));
-        return linear(g, p + "mlp.proj");
-      }
-      function sublayer(x, p, i, f) {
-        var ln = p + "ln_" + i, ls = W[p + "ls_" + i + ".scale"];
-        var scale = function (d) { return ls ? tf.mul(d, ls) : d; };
-        if (norm === "post") { var d = scale(f(x, p)); return layerNorm(s.residual ? tf.add(x, d) : d, ln); }
-        var delta = scale(f(norm === "pre" ? layerNorm(x, ln) : x, p));
-        return s.residual ? tf.add(x, delta) : delta;
-      }
+      var net = network(s, W, B, T, {wiring: norm});
+      var x0 = net.embed(idx);
       // The loss as a function of a zero added at every boundary: its gradient with respect to
       // each zero is the gradient with respect to the residual stream there.
       var zeros = [];
@@ -203,13 +244,10 @@
         var x = tf.add(x0, arguments[0]);
         acts.push(tf.keep(x));
         for (var i = 0; i < s.depth; i++) {
-          var p = "blocks." + i + ".";
-          x = tf.add(sublayer(sublayer(x, p, 1, attention), p, 2, mlp), arguments[i + 1]);
+          x = tf.add(net.block(x, i), arguments[i + 1]);
           acts.push(tf.keep(x));
         }
-        if (norm === "pre") x = layerNorm(x, "final_norm");
-        var logp = tf.logSoftmax(product("token_embedding.weight")(x));  // the tied head: x E^T
-        return tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), N);
+        return net.loss(x, oneHot);
       }
       var vg = tf.valueAndGrads(loss)(zeros);
       keep = acts;
@@ -246,7 +284,7 @@
   root.AndreaFlow = {
     VOCAB: VOCAB, SEQ: SEQ, BATCH: BATCH, HEAD_DIM: HEAD_DIM,
     checkSetting: checkSetting, shapes: shapes, initWeights: initWeights, randomBatch: randomBatch,
-    gradientFlow: gradientFlow, measure: measure, formatG: formatG,
+    gradientFlow: gradientFlow, measure: measure, formatG: formatG, network: network,
     rng: rng, normals: normals,  // the seeded generator, also used by andrea_attention.js's untrained model
   };
 })(typeof self !== "undefined" ? self : this);

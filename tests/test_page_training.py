@@ -1,0 +1,177 @@
+"""Training in the page (book/_static/andrea_train.js, TensorFlow.js on WebAssembly) against
+``andrea.training.train``, in a real headless Chromium with the network blocked.
+
+Torch's own training run (``andrea.web.export.training_case``: its initial weights, the batch of
+every step as ``train`` draws it, its loss at every step and AdamW's moments from its checkpoint) is
+repeated in the page from the same weights and batches. The rule, fixed before the runs:
+
+* the page's training loss at each of 20 steps equals torch's within 1e-3, relative;
+* AdamW's first and second moments after 5 steps equal torch's within 1e-4 (the largest difference
+  over a tensor, relative to that tensor's largest magnitude).
+
+Negative controls show that the comparison can fail: the page with AdamW's beta2 changed from 0.95
+to 0.999, and the page with weight decay on every parameter (LayerNorm gains and biases included,
+which andrea never decays).
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, need
+
+sys.path.insert(0, str(ROOT / "tools"))
+from pagemodel import LOAD_TF, Site  # noqa: E402
+
+from andrea import ANDREA_120M  # noqa: E402
+from andrea.training.train import TrainConfig  # noqa: E402
+from andrea.web.export import training_case  # noqa: E402
+
+LOSS_RTOL = 1e-3
+MOMENT_TOL = 1e-4
+# A small post-norm-capable model on the chapters' byte corpus; warmup and clipping both active
+MODEL = replace(ANDREA_120M, vocab_size=256, context_length=64, d_model=64, n_head=4, n_layer=3)
+TRAIN = TrainConfig(steps=20, batch_size=4, seq_len=32, lr=3e-3, warmup=5, grad_clip=1.0, seed=1)
+
+# Train in the page on a case's weights and batches; returns the losses, and the moments when asked.
+LOAD_TRAIN = """() => new Promise((ok, bad) => { const s = document.createElement("script");
+  s.src = "/_static/andrea_train.js"; s.onload = () => ok(typeof AndreaTrain);
+  s.onerror = () => bad(new Error("could not load andrea_train.js")); document.head.appendChild(s); })"""
+RUN = """async ([c, train, opts, moments]) => {
+  const w = {};
+  for (const [k, b64] of Object.entries(c.weights)) {
+    const s = atob(b64), u = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i);
+    w[k] = new Float32Array(u.buffer);
+  }
+  const run = AndreaTrain.Trainer(c.model, w, train, opts);
+  const losses = [];
+  for (const b of c.batches) losses.push(run.step(b).loss);
+  const out = {losses};
+  if (moments) {
+    for (const part of ["exp_avg", "exp_avg_sq"]) {
+      out[part] = {};
+      for (const [k, a] of Object.entries(run.read(part))) out[part][k] = Array.from(a);
+    }
+  }
+  run.dispose();
+  return out;
+}"""
+
+
+def _f32(b64: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(b64), dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def page():
+    need((ROOT / "book/_static/vendor/tfjs/tf.min.js").exists(), "the vendored TensorFlow.js (make vendor)")
+    from pathlib import Path
+
+    from labui import CHROMIUM
+
+    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
+    from labui import launch_browser
+
+    with Site() as site, sync_playwright() as p:
+        browser = launch_browser(p)
+        pg = site.open(browser)
+        assert pg.evaluate(LOAD_TF) == "wasm"
+        assert pg.evaluate(LOAD_TRAIN) == "object"
+        yield pg
+        assert pg.external == [], f"requests left localhost: {pg.external}"
+        assert pg.errors == [], f"console errors: {pg.errors}"
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def twenty():
+    return training_case(MODEL, TRAIN, "bytes")
+
+
+@pytest.fixture(scope="module")
+def five():
+    return training_case(MODEL, replace(TRAIN, steps=5), "bytes")
+
+
+def _loss_gap(js: list, torch_losses: list) -> float:
+    a, b = np.asarray(js), np.asarray(torch_losses)
+    assert len(a) == len(b)
+    return float(np.max(np.abs(a - b) / np.abs(b)))
+
+
+def _moment_gap(js: dict, torch_moments: dict) -> float:
+    worst = 0.0
+    for name, b64 in torch_moments.items():
+        t, j = _f32(b64), np.asarray(js[name], dtype=np.float64)
+        scale = float(np.abs(t).max()) or 1.0
+        worst = max(worst, float(np.abs(j - t).max()) / scale)
+    return worst
+
+
+def test_twenty_steps_of_training_in_the_page_equal_torchs(page, twenty):
+    js = page.evaluate(RUN, [twenty, twenty["train"], None, False])
+    gap = _loss_gap(js["losses"], twenty["torch"]["loss"])
+    assert gap <= LOSS_RTOL, f"largest relative loss difference over 20 steps: {gap:.2e}"
+    assert twenty["torch"]["loss"][-1] < twenty["torch"]["loss"][0] - 0.3  # it trains: the test has teeth
+
+
+def test_adamw_moments_after_five_steps_equal_torchs(page, five):
+    js = page.evaluate(RUN, [five, five["train"], None, True])
+    for part in ("exp_avg", "exp_avg_sq"):
+        gap = _moment_gap(js[part], five["torch"][part])
+        assert gap <= MOMENT_TOL, f"{part}: largest difference {gap:.2e} of the tensor's scale"
+
+
+def test_negative_control_another_beta2_fails(page, twenty, five):
+    js = page.evaluate(RUN, [five, {**five["train"], "beta2": 0.999}, None, True])
+    assert _moment_gap(js["exp_avg_sq"], five["torch"]["exp_avg_sq"]) > 10 * MOMENT_TOL
+    js = page.evaluate(RUN, [twenty, {**twenty["train"], "beta2": 0.999}, None, False])
+    assert _loss_gap(js["losses"], twenty["torch"]["loss"]) > LOSS_RTOL
+
+
+def test_negative_control_decay_on_layernorm_gains_fails(page, five):
+    # decay moves the weights, not the moments of step 1; by step 5 the gradients differ too
+    js = page.evaluate(RUN, [five, five["train"], {"decayAll": True}, True])
+    assert _moment_gap(js["exp_avg"], five["torch"]["exp_avg"]) > MOMENT_TOL
+
+
+@pytest.mark.parametrize(
+    "train, message",
+    [
+        ({"lr": 0}, "lr must be a finite number > 0, got 0"),
+        ({"beta2": 1}, "beta2 must be a number in [0, 1), got 1"),
+        ({"warmup": -1}, "warmup must be an integer >= 0, got -1"),
+        ({"gradClip": 0}, "gradClip must be null (none) or a number > 0, got 0"),
+        ({"lr": float("nan")}, "lr must be a finite number > 0, got NaN"),
+        ({"stepz": 3}, 'unknown training setting "stepz"; allowed: steps, batchSize'),
+        ({"seqLen": 65}, "seqLen 65 exceeds the model's context 64"),
+    ],
+)
+def test_bad_training_settings_are_named(page, five, train, message):
+    got = page.evaluate(
+        "async ([c, t]) => { try { AndreaTrain.Trainer(c.model, null, t); return 'no error'; }"
+        " catch (e) { return e.message; } }",
+        [five, train],
+    )
+    assert message in got
+
+
+def test_a_bad_token_id_is_named(page, five):
+    got = page.evaluate(
+        "async ([c, t]) => { const r = AndreaTrain.Trainer(c.model, null, t);"
+        " const b = {idx: c.batches[0].idx.slice(), targets: c.batches[0].targets};"
+        " b.idx[3] = 300; try { r.step(b); return 'no error'; } catch (e) { return e.message; }"
+        " finally { r.dispose(); } }",
+        [five, five["train"]],
+    )
+    assert "token id 300 is outside the vocabulary [0, 256)" in got
