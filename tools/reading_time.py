@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 WPM = 180
 SKIP = {"pre", "code", "table", "details", "script", "style", "nav", "footer", "header", "button"}
-SKIP_CLASS = ("cell_output", "cell_input", "toggle-hidden", "admonition-solution", "solution")
+SKIP_CLASS = ("cell_output", "cell_input", "toggle-hidden", "admonition-solution", "solution", "dropdown")
 
 
 class Narrative(HTMLParser):
