@@ -175,3 +175,81 @@ def test_a_bad_token_id_is_named(page, five):
         [five, five["train"]],
     )
     assert "token id 300 is outside the vocabulary [0, 256)" in got
+
+
+# The training worker, driven as the panel drives it: messages in, messages collected in window.trainMsgs.
+WORKER = """() => { window.trainMsgs = []; window.trainWorker = new Worker("/_static/andrea_train_worker.js");
+  trainWorker.onmessage = (e) => trainMsgs.push(e.data); return true; }"""
+SMALL = {"vocab": 256, "context": 32, "width": 32, "heads": 2, "depth": 2, "norm": "post", "seed": 3}
+
+
+def _send(page, msg):
+    page.evaluate("m => trainWorker.postMessage(m)", msg)
+
+
+def _msgs(page):
+    return page.evaluate("() => trainMsgs")
+
+
+def _wait(page, test: str, seconds: float = 120):
+    page.wait_for_function(f"() => trainMsgs.some(m => {test})", timeout=seconds * 1000)
+
+
+def _train(id_, steps, **over):
+    runs = [
+        {"name": "A", "model": SMALL, "train": {"steps": steps, "batchSize": 2, "seqLen": 16, "warmup": 0}},
+        {"name": "B", "model": SMALL, "train": {"steps": steps, "batchSize": 2, "seqLen": 16, "warmup": 3}},
+    ]
+    for name, t in over.items():
+        runs[0 if name == "A" else 1]["train"].update(t)
+    return {"type": "train", "id": id_, "corpus": "/andrea/train_corpus.bin", "runs": runs}
+
+
+def test_the_worker_trains_two_runs_side_by_side(page):
+    page.evaluate(WORKER)
+    _send(page, _train(1, 6))
+    _wait(page, "m.type === 'done' && m.name === 'B'")
+    _wait(page, "m.type === 'done' && m.name === 'A'")
+    got = _msgs(page)
+    ready = [m for m in got if m["type"] == "ready"]
+    assert ready and ready[0]["backend"] == "wasm" and 2.0 < ready[0]["unigram"] < 5.6  # bytes: at most ln 256
+    for name in "AB":
+        steps = [m for m in got if m["type"] == "step" and m["name"] == name]
+        assert [m["step"] for m in steps] == list(range(1, 7))
+        assert all(np.isfinite(m["loss"]) for m in steps)
+    lr_a = [m["lr"] for m in got if m["type"] == "step" and m["name"] == "A"]
+    lr_b = [m["lr"] for m in got if m["type"] == "step" and m["name"] == "B"]
+    assert lr_a[0] == pytest.approx(3e-3) and lr_b[0] == pytest.approx(1e-3)  # B warms up over 3 steps
+
+
+def test_the_worker_stops_resumes_resets_and_the_newest_request_wins(page):
+    page.evaluate(WORKER)
+    _send(page, _train(1, 500))
+    _wait(page, "m.type === 'step' && m.step >= 3")
+    _send(page, {"type": "stop", "id": 1})
+    _wait(page, "m.type === 'stopped'")
+    before = len(_msgs(page))
+    page.wait_for_timeout(1500)
+    after = len(_msgs(page))
+    assert after - before <= 2, "steps went on after stop"  # at most the step that was running
+    _send(page, {"type": "resume", "id": 1})
+    page.wait_for_function(f"() => trainMsgs.length > {after + 4}", timeout=60_000)
+    _send(page, _train(2, 500))  # a newer request replaces the run in progress
+    _wait(page, "m.type === 'ready' && m.id === 2")
+    n = len(_msgs(page))
+    page.wait_for_function(f"() => trainMsgs.length > {n + 4}", timeout=60_000)
+    later = _msgs(page)[n:]
+    assert later and all(m["id"] == 2 for m in later)
+    _send(page, {"type": "reset", "id": 2})
+    _wait(page, "m.type === 'reset'")
+    n = len(_msgs(page))
+    page.wait_for_timeout(1000)
+    assert all(m["type"] == "reset" for m in _msgs(page)[n - 1 :])
+
+
+def test_the_worker_names_a_bad_setting_and_its_run(page):
+    page.evaluate(WORKER)
+    _send(page, _train(1, 5, B={"lr": 0}))
+    _wait(page, "m.type === 'error'")
+    err = [m for m in _msgs(page) if m["type"] == "error"][0]["error"]
+    assert err == "run B: andrea_train: lr must be a finite number > 0, got 0"

@@ -115,6 +115,9 @@ class Site:
         (self.dir / "book").mkdir()
         (self.dir / "index.html").write_text('<!doctype html><html><head><link rel="icon" href="data:,"></head></html>')
         (self.dir / "book" / "explorer.html").write_text(explorer_page())
+        from andrea.web import training
+
+        training.write_site_assets(self.dir / "andrea")  # the byte corpus the page trains on: /andrea/...
         self.served = Served(self.dir).__enter__()
         self.base = self.served.base
         return self

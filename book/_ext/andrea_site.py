@@ -10,7 +10,8 @@
   ``default_mode`` template variable.
 * The attention viewer (``andrea.web.attention``) computes in the page from the trained
   model's weights, its tokenizer and its config: when an HTML build finishes they are written into
-  ``_static/andrea/`` of the built site (from ``andrea/results/trained``, never a second copy in git).
+  ``_static/andrea/`` of the built site (from ``andrea/results/trained``, never a second copy in git),
+  and so is the byte corpus the page trains on (``andrea.web.training``).
 * Phones get figures that fit their column: each figure's PNG carries a second rendering, its panels
   stacked (``andrea.views.legibility.phone_png``). When the build finishes it is taken out into
   ``<name>.phone.png`` beside the figure, and each ``<img>`` of the figure becomes a ``<picture>``
@@ -52,12 +53,13 @@ def _page_context(app, pagename, templatename, context, doctree):
         context["css_files"] = [css for css in context["css_files"] if "thebe" not in str(css).lower()]
 
 
-def _attention_assets(app, exception):
+def _page_assets(app, exception):
     if exception is not None or app.builder.format != "html":
         return
-    from andrea.web.attention import write_site_assets
+    from andrea.web import attention, training
 
-    write_site_assets(Path(app.outdir) / "_static" / "andrea")
+    attention.write_site_assets(Path(app.outdir) / "_static" / "andrea")
+    training.write_site_assets(Path(app.outdir) / "_static" / "andrea")
 
 
 def phone_figures(outdir: Path) -> int:
@@ -109,6 +111,6 @@ def _phone_figures(app, exception):
 
 def setup(app):
     app.connect("html-page-context", _page_context, priority=900)
-    app.connect("build-finished", _attention_assets)
+    app.connect("build-finished", _page_assets)
     app.connect("build-finished", _phone_figures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

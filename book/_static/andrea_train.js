@@ -48,6 +48,7 @@
     if (out.residual !== true && out.residual !== false) fail("residual must be true or false, got " + shown(m.residual));
     if (out.layerscale !== null && !(isReal(out.layerscale) && out.layerscale >= 1e-6 && out.layerscale <= 1))
       fail("layerscale must be null (off) or a number from 1e-6 to 1, got " + shown(m.layerscale));
+    if (!isInt(out.seed) || out.seed < 0 || out.seed > 10000) fail("seed must be an integer from 0 to 10000, got " + shown(m.seed));
     return out;
   }
 
@@ -180,5 +181,36 @@
     return self;
   }
 
-  root.AndreaTrain = {checkModel: checkModel, checkTrain: checkTrain, lrAt: lrAt, Trainer: Trainer};
+  /* Seeded training batches from a byte corpus (a Uint8Array), drawn as andrea's TokenData.batch
+   * draws them (another generator, so other windows): windows of seqLen + 1 bytes from the training
+   * split, the first 90 % of the text. next() returns {idx, targets}. */
+  function sampler(bytes, seed, batchSize, seqLen) {
+    if (!(bytes instanceof Uint8Array)) fail("the corpus must be a Uint8Array of bytes");
+    var n = Math.floor(bytes.length * 0.9);
+    if (n < seqLen + 2) fail("the corpus's training split (" + n + " bytes) is shorter than one window of " + (seqLen + 1));
+    var next = root.AndreaFlow.rng(1000 * seed + 1);
+    return function () {
+      var idx = new Int32Array(batchSize * seqLen), targets = new Int32Array(batchSize * seqLen);
+      for (var b = 0; b < batchSize; b++) {
+        var start = Math.floor(next() * (n - seqLen - 1));
+        for (var t = 0; t < seqLen; t++) {
+          idx[b * seqLen + t] = bytes[start + t];
+          targets[b * seqLen + t] = bytes[start + t + 1];
+        }
+      }
+      return {idx: idx, targets: targets};
+    };
+  }
+
+  /* The entropy of the corpus's byte frequencies (nats): the loss of a model that ignores its
+   * context, the plateau the chapters measure against. */
+  function unigramEntropy(bytes) {
+    var counts = new Float64Array(256), h = 0;
+    for (var i = 0; i < bytes.length; i++) counts[bytes[i]] += 1;
+    for (var k = 0; k < 256; k++) if (counts[k]) { var q = counts[k] / bytes.length; h -= q * Math.log(q); }
+    return h;
+  }
+
+  root.AndreaTrain = {checkModel: checkModel, checkTrain: checkTrain, lrAt: lrAt, Trainer: Trainer,
+                      sampler: sampler, unigramEntropy: unigramEntropy};
 })(typeof self !== "undefined" ? self : this);
