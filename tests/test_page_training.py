@@ -202,7 +202,7 @@ def _train(id_, steps, **over):
     ]
     for name, t in over.items():
         runs[0 if name == "A" else 1]["train"].update(t)
-    return {"type": "train", "id": id_, "corpus": "/andrea/train_corpus.bin", "runs": runs}
+    return {"type": "train", "id": id_, "corpus": "/_static/andrea/train_corpus.bin", "runs": runs}
 
 
 def test_the_worker_trains_two_runs_side_by_side(page):
@@ -253,3 +253,79 @@ def test_the_worker_names_a_bad_setting_and_its_run(page):
     _wait(page, "m.type === 'error'")
     err = [m for m in _msgs(page) if m["type"] == "error"][0]["error"]
     assert err == "run B: andrea_train: lr must be a finite number > 0, got 0"
+
+
+# The panel, as chapter 7 writes it (tools/pagemodel.train_page), driven through its controls.
+def _panel(page):
+    pg = page.context.new_page()
+    pg.errors = []  # type: ignore[attr-defined]
+    pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.goto(page.url.rsplit("/", 1)[0] + "/book/train.html", wait_until="load")
+    pg.wait_for_selector(".andrea-train-go")
+    return pg
+
+
+def _set(pg, run, field, value):
+    pg.locator(f"fieldset[data-run={run}] [name={field}]").fill(str(value))
+
+
+def test_the_panel_trains_both_runs_and_stops_and_resets(page):
+    pg = _panel(page)
+    for run in "AB":
+        _set(pg, run, "steps", 4)
+        _set(pg, run, "depth", 2)
+    pg.click(".andrea-train-go")
+    pg.wait_for_function(
+        "() => document.querySelector('.andrea-train-status').textContent.includes('done')", timeout=120_000
+    )
+    for run in "AB":  # each run's curve is drawn, through its four steps
+        d = pg.get_attribute(f"path.andrea-train-curve[data-run={run}]", "d")
+        assert d is not None and d.count("L") == 3
+    assert pg.locator(".andrea-train-lambda path").count() == 1  # B has LayerScale: its |λ| per block
+    assert "unigram level" in pg.text_content(".andrea-train-chart")
+    pg.click(".andrea-train-reset")
+    assert pg.locator("path.andrea-train-curve").count() == 0
+    assert pg.input_value("fieldset[data-run=A] [name=steps]") == "300"  # the defaults are back
+    # a long run stops and resumes
+    pg.click(".andrea-train-go")
+    pg.wait_for_function(
+        "() => /A: step [1-9]/.test(document.querySelector('.andrea-train-status').textContent)", timeout=120_000
+    )
+    pg.click(".andrea-train-stop")
+    assert pg.text_content(".andrea-train-stop") == "Resume"
+    pg.wait_for_timeout(500)
+    before = pg.text_content(".andrea-train-status")
+    pg.wait_for_timeout(1500)
+    assert pg.text_content(".andrea-train-status") == before, "training went on after Stop"
+    pg.click(".andrea-train-stop")
+    pg.wait_for_function(
+        f"() => document.querySelector('.andrea-train-status').textContent !== {before!r}", timeout=60_000
+    )
+    pg.click(".andrea-train-reset")
+    assert pg.errors == [], pg.errors
+    pg.close()
+
+
+@pytest.mark.parametrize(
+    "run, field, value, message",
+    [
+        ("A", "lr", "abc", 'run A: peak learning rate must be a number from 0.00001 to 0.03, got "abc"'),
+        ("B", "depth", "0", 'run B: depth must be an integer from 1 to 24, got "0"'),
+        (
+            "B",
+            "layerscale",
+            "2",
+            'run B: LayerScale λ₀ (empty: off) must be empty (off) or a number from 0.000001 to 1, got "2"',
+        ),
+        ("A", "warmup", "400", "run A: warmup steps (400) must not exceed the steps (300)"),
+    ],
+)
+def test_the_panel_refuses_a_bad_setting_by_name(page, run, field, value, message):
+    pg = _panel(page)
+    _set(pg, run, field, value)
+    pg.click(".andrea-train-go")
+    assert pg.get_attribute(".andrea-train", "data-error") == message
+    assert pg.text_content(".andrea-train-status") == message
+    assert pg.locator("path.andrea-train-curve").count() == 0  # nothing trains
+    pg.close()

@@ -52,6 +52,18 @@ RUN_CASE = """([c, wiring]) => {
 }"""
 
 
+def train_page(chapter: str = "ch7") -> str:
+    """A page holding a chapter's "train it yourself" panel, as the chapter writes it."""
+    from andrea.web.training import TrainPanel
+
+    return (
+        '<!doctype html><html lang="en" data-content_root="../"><head><meta charset="utf-8">'
+        '<link rel="icon" href="data:,"><link rel="stylesheet" href="../_static/andrea.css">'
+        '<script src="../_static/andrea_train_panel.js"></script>'
+        f"</head><body style='width: 1000px'>{TrainPanel(chapter).html()}</body></html>"
+    )
+
+
 def explorer_page(depth: int = 24, layerscale=1e-5, norm: str = "pre") -> str:
     from andrea.views.static_explorer import StaticExplorer
 
@@ -111,13 +123,17 @@ class Site:
         if not (STATIC / "vendor" / "tfjs" / "tf.min.js").exists():
             raise RuntimeError("book/_static/vendor/tfjs is missing: run `make vendor` (tools/vendor_js.py)")
         self.dir = Path(tempfile.mkdtemp(prefix="andrea-pagemodel-"))
-        (self.dir / "_static").symlink_to(STATIC)
+        static = self.dir / "_static"  # book/_static, and the corpus a build writes into _static/andrea
+        static.mkdir()
+        for child in STATIC.iterdir():
+            (static / child.name).symlink_to(child)
         (self.dir / "book").mkdir()
         (self.dir / "index.html").write_text('<!doctype html><html><head><link rel="icon" href="data:,"></head></html>')
         (self.dir / "book" / "explorer.html").write_text(explorer_page())
+        (self.dir / "book" / "train.html").write_text(train_page())
         from andrea.web import training
 
-        training.write_site_assets(self.dir / "andrea")  # the byte corpus the page trains on: /andrea/...
+        training.write_site_assets(static / "andrea")  # the byte corpus the page trains on
         self.served = Served(self.dir).__enter__()
         self.base = self.served.base
         return self
