@@ -149,11 +149,22 @@
     // plain one: forward x (in, out-layout W^T), backward dy W. This states matMul's own gradient for x
     // (the weights are constants there); tf.grads still differentiates everything else. Training needs
     // the weights' gradients too, and differentiates the product itself.
+    // a @ b whose gradients are plain products too (dA = dY B^T, dB = A^T dY, with the transposes
+    // made explicitly): on WebAssembly a product with a transposed operand is several times slower,
+    // and autodiff's own matMul gradient uses two
+    var mm = tf.customGrad(function (a, b, save) {
+      save([a, b]);
+      return {value: tf.matMul(a, b), gradFunc: function (dy, saved) {
+        var perm = dy.rank === 3 ? [0, 2, 1] : [1, 0];
+        return [tf.matMul(dy, tf.transpose(saved[1], perm)), tf.matMul(tf.transpose(saved[0], perm), dy)];
+      }};
+    });
+    function bmm(a, b) { return train ? mm(a, b) : tf.matMul(a, b); }
     var WT = {};
     function product(name) {
       if (!WT[name]) {
         var w = W[name];
-        if (train) WT[name] = function (x) { return tf.matMul(x, w, false, true); };
+        if (train) WT[name] = function (x) { return mm(x, tf.transpose(w)); };
         else {
           var wt = tf.transpose(w);
           WT[name] = tf.customGrad(function (x) {
@@ -173,8 +184,10 @@
     function heads(t) { return tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, D]), [0, 2, 1, 3]), [B * H, T, D]); }
     function attention(x, p) {
       var qkv = tf.split(linear(x, p + "attn.qkv"), 3, 1);
-      var scores = tf.add(tf.mul(tf.matMul(heads(qkv[0]), heads(qkv[1]), false, true), 1 / Math.sqrt(D)), mask);
-      var y = tf.matMul(tf.softmax(scores), heads(qkv[2]));  // (B*H, T, D)
+      var kT = train ? tf.transpose(heads(qkv[1]), [0, 2, 1]) : null;
+      var qk = train ? bmm(heads(qkv[0]), kT) : tf.matMul(heads(qkv[0]), heads(qkv[1]), false, true);
+      var scores = tf.add(tf.mul(qk, 1 / Math.sqrt(D)), mask);
+      var y = bmm(tf.softmax(scores), heads(qkv[2]));  // (B*H, T, D)
       y = tf.reshape(tf.transpose(tf.reshape(y, [B, H, T, D]), [0, 2, 1, 3]), [N, C]);
       return linear(y, p + "attn.proj");
     }
