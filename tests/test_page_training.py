@@ -256,12 +256,12 @@ def test_the_worker_names_a_bad_setting_and_its_run(page):
 
 
 # The panel, as chapter 7 writes it (tools/pagemodel.train_page), driven through its controls.
-def _panel(page):
+def _panel(page, name="train"):
     pg = page.context.new_page()
     pg.errors = []  # type: ignore[attr-defined]
     pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    pg.goto(page.url.rsplit("/", 1)[0] + "/book/train.html", wait_until="load")
+    pg.goto(page.url.rsplit("/", 1)[0] + f"/book/{name}.html", wait_until="load")
     pg.wait_for_selector(".andrea-train-go")
     return pg
 
@@ -328,4 +328,44 @@ def test_the_panel_refuses_a_bad_setting_by_name(page, run, field, value, messag
     assert pg.get_attribute(".andrea-train", "data-error") == message
     assert pg.text_content(".andrea-train-status") == message
     assert pg.locator("path.andrea-train-curve").count() == 0  # nothing trains
+    pg.close()
+
+
+def test_the_pages_xavier_draw_has_torchs_scale_matrix_by_matrix(page):
+    """The page cannot draw torch's numbers (another generator), so each matrix's spread and bound must
+    be torch's: the largest |w| within Xavier's bound, the standard deviation within 5 % of torch's."""
+    import torch
+
+    from andrea.model.transformer import Andrea
+
+    cfg = replace(MODEL, init="xavier", n_layer=2)
+    js = page.evaluate(
+        "m => { const w = AndreaFlow.initWeights(m); const out = {};"
+        " for (const [k, a] of Object.entries(w)) out[k] = Array.from(a); return out; }",
+        {"width": 64, "depth": 2, "norm": "pre", "vocab": 256, "context": 64, "init": "xavier", "seed": 1},
+    )
+    torch.manual_seed(0)
+    ref = Andrea(cfg).state_dict()
+    matrices = [k for k in ref if ref[k].dim() == 2 and "embedding" not in k]
+    assert len(matrices) == 8
+    for k in matrices:
+        a, t = np.asarray(js[k]), ref[k].numpy()
+        assert abs(a.std() / t.std() - 1) < 0.05, k
+        assert np.abs(a).max() <= np.abs(t).max() * 1.02, k
+    bad = page.evaluate(
+        "() => { try { AndreaFlow.initWeights({width: 64, init: 'kaiming'}); return 'no error'; }"
+        " catch (e) { return e.message; } }"
+    )
+    assert bad == 'andrea_flow: init must be gpt2 or xavier, got "kaiming"'
+
+
+def test_chapter_3s_panel_opens_on_its_calibrated_setting_with_torchs_curves(page):
+    """Chapter 3's defaults are round 2's setting exactly (ch3_warmup_round2, 400 steps, lr 1e-3): torch's
+    mean curves of its five seeds are drawn before anything trains, and the note gives that grid's verdict."""
+    pg = _panel(page, "train3")
+    assert pg.input_value("fieldset[data-run=B] [name=warmup]") == "100"
+    assert pg.input_value("fieldset[data-run=A] [name=init]") == "xavier"
+    assert pg.locator(".andrea-train-chart path").count() == 2  # the two reference curves, thin
+    note = pg.text_content(".andrea-explorer-note")
+    assert "mean of 5 seeds" in note and "ch3_warmup_round2" in note
     pg.close()

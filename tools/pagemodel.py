@@ -130,7 +130,8 @@ class Site:
         (self.dir / "book").mkdir()
         (self.dir / "index.html").write_text('<!doctype html><html><head><link rel="icon" href="data:,"></head></html>')
         (self.dir / "book" / "explorer.html").write_text(explorer_page())
-        (self.dir / "book" / "train.html").write_text(train_page())
+        (self.dir / "book" / "train.html").write_text(train_page("ch7"))
+        (self.dir / "book" / "train3.html").write_text(train_page("ch3"))
         from andrea.web import training
 
         training.write_site_assets(static / "andrea")  # the byte corpus the page trains on

@@ -66,9 +66,12 @@ def relative_difference(js: list, torch_values: list) -> np.ndarray:
 
 
 def js_model(config) -> dict:
-    """An ``AndreaConfig`` as andrea_train.js's ``checkModel`` names it (GPT-2's initialisation, the
-    GELU-tanh MLP with biases and LayerScale per channel: the only model the page trains)."""
-    supported = {"init": "gpt2", "activation": "gelu_tanh", "bias": True, "dropout": 0.0, "ln_eps": 1e-5}
+    """An ``AndreaConfig`` as andrea_train.js's ``checkModel`` names it (GPT-2's or Xavier's
+    initialisation, the GELU-tanh MLP with biases and LayerScale per channel: the only model the page
+    trains)."""
+    if config.init not in ("gpt2", "xavier"):
+        raise ValueError(f"the page trains models with init gpt2 or xavier only, got {config.init!r}")
+    supported = {"activation": "gelu_tanh", "bias": True, "dropout": 0.0, "ln_eps": 1e-5}
     for k, v in supported.items():
         if getattr(config, k) != v:
             raise ValueError(f"the page trains models with {k}={v!r} only, got {getattr(config, k)!r}")
@@ -85,6 +88,7 @@ def js_model(config) -> dict:
         "norm": config.norm,
         "residual": config.residual,
         "layerscale": config.layerscale,
+        "init": config.init,
     }
 
 

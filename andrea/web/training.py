@@ -54,14 +54,46 @@ LIMITS = {
     "warmup": [0, 2000],
     "steps": [1, 2000],
 }
-FIXED = {"batchSize": 8, "seqLen": 32, "headDim": 16, "seed": 0}
-_RUN = {"depth": 6, "width": 32, "norm": "post", "layerscale": None, "lr": 3e-3, "warmup": 0, "steps": 300}
-PANELS = {
-    "ch3": {"A": dict(_RUN), "B": {**_RUN, "warmup": 75}},
-    "ch7": {"A": {**_RUN, "depth": 12}, "B": {**_RUN, "depth": 12, "layerscale": 1e-4}},
+_RUN = {"depth": 6, "width": 64, "norm": "post", "init": "xavier", "layerscale": None, "lr": 1e-3, "warmup": 0}
+PANELS: dict[str, dict[str, dict]] = {
+    # chapter 3: round 2's setting exactly (the model, 16 sequences of 64 bytes, 400 steps, warmup a quarter)
+    "ch3": {
+        "fixed": {"batchSize": 16, "seqLen": 64, "context": 128, "headDim": 16, "seed": 0},
+        "A": {**_RUN, "steps": 400},
+        "B": {**_RUN, "steps": 400, "warmup": 100},
+    },
+    # chapter 7: a 12-block post-norm stack, smaller batches so that it trains in minutes
+    "ch7": {
+        "fixed": {"batchSize": 8, "seqLen": 32, "context": 32, "headDim": 16, "seed": 0},
+        "A": {**_RUN, "depth": 12, "width": 32, "steps": 300},
+        "B": {**_RUN, "depth": 12, "width": 32, "steps": 300, "layerscale": 1e-4},
+    },
 }
-CALIBRATED: dict = {}  # chapter -> the declared grid that checks its defaults in torch (none yet)
+# chapter -> (the declared grid that trained its defaults in torch, and the regime that decides there)
+CALIBRATED = {"ch3": ("ch3_warmup_round2", "post-norm, Xavier init, lr 0.001, 400 steps")}
 _ids = itertools.count(1)
+
+
+def _torch_runs(grid_name: str, run: dict, fixed: dict) -> list[dict]:
+    """The stored runs of ``grid_name`` whose model and training settings are exactly the panel run's
+    (every seed), or [] when none is."""
+    from ..evidence import evaluation
+
+    want_model = {
+        **{"d_model": run["width"], "n_layer": run["depth"], "norm": run["norm"], "init": run["init"]},
+        **{"layerscale": run["layerscale"], "n_head": run["width"] // fixed["headDim"], "vocab_size": 256},
+        "context_length": fixed["context"],
+    }
+    want_train = {
+        **{"steps": run["steps"], "lr": run["lr"], "warmup": run["warmup"]},
+        **{"batch_size": fixed["batchSize"], "seq_len": fixed["seqLen"]},
+    }
+    return [
+        r
+        for r in evaluation.results(grid_name)
+        if all(r["model"].get(k) == v for k, v in want_model.items())
+        and all(r["train"].get(k) == v for k, v in want_train.items())
+    ]
 
 
 class TrainPanel:
@@ -72,22 +104,54 @@ class TrainPanel:
             raise ValueError(f"chapter must be one of {sorted(PANELS)}, got {chapter!r}")
         self.chapter, self.look = chapter, look
         self.id = f"andrea-train-{chapter}-{next(_ids)}"
+        panel = PANELS[chapter]
+        self.fixed = panel["fixed"]
+        self.runs = {k: panel[k] for k in ("A", "B")}
+        self.references: list = []
+        self.verdict = None
+        self.evidence = None
+        if chapter in CALIBRATED:
+            from ..evidence import evaluation
+
+            name, regime = CALIBRATED[chapter]
+            for k, run in self.runs.items():
+                rows = _torch_runs(name, run, self.fixed)
+                if len(rows) < 5:
+                    raise ValueError(f"{name}: {len(rows)} stored runs match panel run {k} of {chapter}, need 5")
+                mean = [sum(r["loss"][i] for r in rows) / len(rows) for i in range(len(rows[0]["loss"]))]
+                steps = rows[0]["steps"]
+                every = max(1, len(steps) // 100)  # at most about a hundred points per curve
+                points = [[steps[i], round(mean[i], 4)] for i in range(0, len(steps), every)]
+                self.references.append({"run": k, "seeds": len(rows), "points": points})
+            self.evidence = evaluation.evidence(name)
+            self.verdict = self.evidence.regime(regime)
 
     def options(self) -> dict:
         return {
-            "runs": PANELS[self.chapter],
+            "runs": self.runs,
             "limits": LIMITS,
-            "fixed": FIXED,
+            "fixed": self.fixed,
             "corpus": CORPUS_FILE,
-            "references": [],  # torch's curves at exactly these settings: none stored yet (CALIBRATED)
+            "references": self.references,  # torch's mean curves at exactly the defaults (thin lines)
         }
 
     def note(self) -> str:
-        if self.chapter in CALIBRATED:
-            return f"The defaults were checked in torch over five seeds (grid {CALIBRATED[self.chapter]})."
+        if self.verdict is not None:
+            name, _ = CALIBRATED[self.chapter]
+            ci = self.verdict.verdict.interval
+            assert ci is not None  # a paired comparison always has one
+            seeds = self.references[0]["seeds"]
+            missing = self.evidence is not None and self.evidence.missing_emulated
+            return (
+                f"The thin lines are torch's runs at exactly these defaults, the mean of {seeds} seeds of the "
+                f"chapter's round 2 ({name}); there, A ended {ci.mean:+.2f} nats above B "
+                f"(95 % interval {ci.lo:+.2f} to {ci.hi:+.2f}), which reads {self.verdict.verdict.label}"
+                + (" on this machine's runs (their second-CPU copies are not all made yet). " if missing else ". ")
+                + "Your browser draws other random numbers, so its curves are one more seed, not a copy."
+            )
         return (
             "These defaults have not been checked in torch over several seeds yet, so whether the chapter's "
-            "effect shows at them within a minute is not known: treat what you see as one seed's run."
+            "effect shows at them is not known: treat what you see as one seed's run."
         )
 
     def html(self) -> str:
@@ -101,7 +165,7 @@ class TrainPanel:
  aria-label="Train two small ANDREA models, A and B, in your browser"></div>
 <p class="andrea-explorer-note">Both runs train here, in your browser: the same model and the same
 optimizer step as <code>andrea.train</code> (AdamW, warmup then cosine decay, clipping at 1), on a
-megabyte of the chapters' text, {FIXED["batchSize"]} sequences of {FIXED["seqLen"]} bytes a step.
+megabyte of the chapters' text, {self.fixed["batchSize"]} sequences of {self.fixed["seqLen"]} bytes a step.
 {html.escape(self.note())}</p>
 <script>
 (function() {{
@@ -117,7 +181,7 @@ megabyte of the chapters' text, {FIXED["batchSize"]} sequences of {FIXED["seqLen
     def _repr_mimebundle_(self, include=None, exclude=None):
         if os.environ.get("ANDREA_BOOK_BUILD") == "1":  # the book's site: its own vendored JavaScript
             return {"text/html": self.html()}
-        runs = PANELS[self.chapter]
+        runs = self.runs
         text = (
             "The 'train it yourself' panel runs on the book's site, in the browser. In a notebook, train the "
             f"same two runs with andrea.train: A {runs['A']}, B {runs['B']}."

@@ -96,9 +96,21 @@
     return out;
   }
 
-  /* GPT-2's initialisation, drawn from `seed` (float32 arrays, keyed by state_dict name). */
+  /* Xavier's uniform initialisation of a Linear weight (out, in), as andrea's init="xavier": each matrix
+   * a fused projection stands for (q, k and v in attn.qkv) with its own fans, U(-b, b) with
+   * b = sqrt(6 / (fan_in + fan_out)). */
+  function xavier(shape, name, next) {
+    var parts = /attn\.qkv\.weight$/.test(name) ? 3 : 1, out = new Float32Array(shape[0] * shape[1]);
+    var b = Math.sqrt(6 / (shape[0] / parts + shape[1]));
+    for (var i = 0; i < out.length; i++) out[i] = (2 * next() - 1) * b;
+    return out;
+  }
+
+  /* GPT-2's initialisation (or Xavier's, with setting.init = "xavier"), drawn from `seed` (float32 arrays, keyed by state_dict name). */
   function initWeights(setting) {
     var s = checkSetting(setting), next = rng(1000003 * s.seed + 17), w = {};
+    var init = setting.init === undefined ? "gpt2" : setting.init;
+    if (init !== "gpt2" && init !== "xavier") fail("init must be gpt2 or xavier, got " + shown(setting.init));
     // a model to train names its vocabulary and context (andrea_train.js); the explorer's are fixed
     var sized = {width: s.width, depth: s.depth, norm: s.norm, layerscale: s.layerscale,
                  vocab: setting.vocab, context: setting.context};
@@ -107,6 +119,7 @@
       if (/\.bias$/.test(name)) a = new Float32Array(n);
       else if (/ln_\d\.weight$|final_norm\.weight$/.test(name)) a = new Float32Array(n).fill(1);
       else if (/\.scale$/.test(name)) a = new Float32Array(n).fill(s.layerscale);
+      else if (init === "xavier" && shape.length === 2 && !/embedding/.test(name)) a = xavier(shape, name, next);
       else if (/proj\.weight$/.test(name)) a = normals(n, INIT_STD / Math.sqrt(2 * s.depth), next);
       else a = normals(n, INIT_STD, next);
       w[name] = a;

@@ -37,6 +37,7 @@
       residual: m.residual === undefined ? true : m.residual,
       layerscale: m.layerscale === undefined ? null : m.layerscale,
       seed: m.seed === undefined ? 0 : m.seed,
+      init: m.init === undefined ? "gpt2" : m.init,
     };
     if (!isInt(out.vocab) || out.vocab < 2 || out.vocab > 8449) fail("vocab must be an integer from 2 to 8449, got " + shown(m.vocab));
     if (!isInt(out.context) || out.context < 1 || out.context > 256) fail("context must be an integer from 1 to 256, got " + shown(m.context));
@@ -48,6 +49,7 @@
     if (out.residual !== true && out.residual !== false) fail("residual must be true or false, got " + shown(m.residual));
     if (out.layerscale !== null && !(isReal(out.layerscale) && out.layerscale >= 1e-6 && out.layerscale <= 1))
       fail("layerscale must be null (off) or a number from 1e-6 to 1, got " + shown(m.layerscale));
+    if (out.init !== "gpt2" && out.init !== "xavier") fail("init must be gpt2 or xavier, got " + shown(m.init));
     if (!isInt(out.seed) || out.seed < 0 || out.seed > 10000) fail("seed must be an integer from 0 to 10000, got " + shown(m.seed));
     return out;
   }

@@ -11,6 +11,7 @@
   "use strict";
   var FIELDS = [  // [key, label, kind, options]
     ["depth", "depth", "int"], ["width", "width", "choice", [32, 64]], ["norm", "norm", "choice", ["pre", "post"]],
+    ["init", "initialisation", "choice", ["xavier", "gpt2"]],
     ["layerscale", "LayerScale λ₀ (empty: off)", "lambda"], ["lr", "peak learning rate", "real"],
     ["warmup", "warmup steps", "int"], ["steps", "steps", "int"],
   ];
@@ -54,8 +55,8 @@
   function message(s, fixed) {
     return {
       name: s.name,
-      model: {vocab: 256, context: fixed.seqLen, width: s.width, heads: s.width / fixed.headDim, depth: s.depth,
-              norm: s.norm, residual: true, layerscale: s.layerscale, seed: fixed.seed},
+      model: {vocab: 256, context: fixed.context || fixed.seqLen, width: s.width, heads: s.width / fixed.headDim,
+              depth: s.depth, norm: s.norm, init: s.init, residual: true, layerscale: s.layerscale, seed: fixed.seed},
       train: {steps: s.steps, batchSize: fixed.batchSize, seqLen: fixed.seqLen, lr: s.lr, warmup: s.warmup,
               minLrRatio: 0.1, weightDecay: 0.1, beta1: 0.9, beta2: 0.95, gradClip: 1.0},
     };
@@ -144,7 +145,7 @@
   }
 
   function mount(root, opts) {
-    var worker = null, id = 0, state = "idle", series = {}, lambdas = {}, unigram = null;
+    var worker = null, id = 0, state = "idle", series = {}, lambdas = {}, unigram = null, started = 0;
     var forms = {}, box = el("div", {class: "andrea-train-runs"});
     ["A", "B"].forEach(function (name) {
       var fs = el("fieldset", {class: "andrea-train-run", "data-run": name});
@@ -214,7 +215,11 @@
             var p = series[k].points, last = p[p.length - 1];
             return k + ": step " + (last ? last[0] : 0) + (last ? ", loss " + last[1].toFixed(3) : "");
           });
-          status.textContent = parts.join(" · ");
+          var done = 0, total = 0;
+          Object.keys(series).forEach(function (k) { done += series[k].points.length; total += series[k].steps; });
+          var secs = (performance.now() - started) / 1000, left = done ? secs * (total - done) / done : 0;
+          status.textContent = parts.join(" · ") + (done < total ? " · about " +
+            (left >= 90 ? Math.round(left / 60) + " min" : Math.round(left) + " s") + " left" : "");
           redraw();
         } else if (m.type === "diverged") {
           series[m.name].diverged = m.step;
@@ -251,7 +256,8 @@
         });
         var w = getWorker();
         id += 1;
-        series = {A: {points: []}, B: {points: []}};
+        series = {A: {points: [], steps: runs[0].train.steps}, B: {points: [], steps: runs[1].train.steps}};
+        started = performance.now();
         lambdas = {};
         state = "training";
         stop.disabled = false;
