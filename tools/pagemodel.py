@@ -243,10 +243,93 @@ def bench(depths=(12, 48, 96), width: int = 64, reps: int = 5) -> list[tuple]:
     return rows
 
 
+# One in-page training step of a panel's run, timed (andrea_train.js, on the page's main thread).
+TRAIN_STEPS = """async ([m, t, n]) => {
+  if (!window.AndreaTrain) await new Promise((ok, bad) => { const s = document.createElement("script");
+    s.src = "/_static/andrea_train.js"; s.onload = ok; s.onerror = bad; document.head.appendChild(s); });
+  const t0 = performance.now(), r = AndreaTrain.Trainer(m, null, t), N = t.batchSize * t.seqLen;
+  const ids = (k) => Array.from({length: N}, (_, i) => (i * k) % 256), b = {idx: ids(7), targets: ids(13)};
+  r.step(b);
+  const first = performance.now() - t0, each = [];
+  for (let i = 0; i < n; i++) { const s = performance.now(); r.step(b); each.push(performance.now() - s); }
+  r.dispose(); each.sort((a, b) => a - b); return [first, each[Math.floor(n / 2)]];
+}"""
+
+
+def _torch_step_ms(model: dict, fixed: dict, run: dict, n: int = 5) -> float:
+    """torch's median step (one thread) for a panel's run, with andrea.train itself."""
+    import time
+
+    import torch
+
+    from andrea.model.config import AndreaConfig
+    from andrea.training.data import load_token_data
+    from andrea.training.train import TrainConfig, train
+
+    torch.set_num_threads(1)
+    cfg = AndreaConfig(
+        vocab_size=256, context_length=model["context"], d_model=model["width"], n_layer=model["depth"],
+        n_head=model["heads"], norm=model["norm"], init=model["init"], layerscale=model["layerscale"],
+    )  # fmt: skip
+    t = TrainConfig(
+        steps=n + 1, batch_size=fixed["batchSize"], seq_len=fixed["seqLen"], lr=run["lr"], warmup=0,
+        eval_every=1000, eval_batches=1,
+    )  # fmt: skip
+    stamps: list = []
+    train(cfg, t, load_token_data("bytes"), device="cpu", progress=False,
+          callback=lambda step, loss: stamps.append(time.perf_counter()))  # fmt: skip
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]))
+    return 1000 * gaps[len(gaps) // 2]
+
+
+def bench_training() -> list[tuple]:
+    """Each panel's default runs trained in the page (headless Chromium, WebAssembly): time to the first
+    step (weights drawn, first step taken), the median step, steps per second, and the ratio to torch's
+    step on one thread measured in the same run; with how long both runs of the defaults take."""
+    from playwright.sync_api import sync_playwright
+
+    from andrea.web.training import TrainPanel
+
+    rows = []
+    with Site() as site, sync_playwright() as p:
+        browser = launch_browser(p)
+        page = site.open(browser)
+        page.evaluate(LOAD_TF)
+        for chapter in ("ch3", "ch7"):
+            panel = TrainPanel(chapter)
+            run, fixed = panel.runs["A"], panel.fixed
+            model = {
+                **{"vocab": 256, "context": fixed["context"], "width": run["width"], "heads": run["width"] // 16},
+                **{"depth": run["depth"], "norm": run["norm"], "init": run["init"], "layerscale": run["layerscale"]},
+            }
+            t = {"steps": 100, "batchSize": fixed["batchSize"], "seqLen": fixed["seqLen"], "lr": run["lr"]}
+            first, step = page.evaluate(TRAIN_STEPS, [model, t, 5])
+            ref = _torch_step_ms(model, fixed, run)
+            total = sum(panel.runs[k]["steps"] for k in "AB") * step / 1000
+            size = f"width {run['width']}, depth {run['depth']}, {fixed['batchSize']}x{fixed['seqLen']} bytes"
+            what = f"{chapter} panel defaults ({size})"
+            rows += [
+                (f"page training: {what}: time to first step", f"{first:.0f} ms", ""),
+                (f"page training: {what}: one step, median of 5", f"{step:.0f} ms", f"{1000 / step:.1f} steps/s"),
+                (
+                    f"page training: {what}: torch, one thread (reference, same run)",
+                    f"{ref:.0f} ms",
+                    f"page/torch {step / ref:.1f}x",
+                ),  # fmt: skip
+                (
+                    f"page training: {what}: both default runs",
+                    f"{total / 60:.1f} min",
+                    "goal: the effect within 60 s" + (" PASS" if total <= 60 else " (not met)"),
+                ),  # fmt: skip
+            ]
+        browser.close()
+    return rows
+
+
 if __name__ == "__main__":
     if "--bench" in sys.argv:
         if not Path(CHROMIUM).exists():
             print(f"skipped: the static site's timings need {CHROMIUM} (sudo apt-get install chromium)")
             sys.exit(0)
-        for name, value, verdict in bench():
+        for name, value, verdict in bench() + bench_training():
             print(f"{name:<78} {value:>10}  {verdict}")
