@@ -336,6 +336,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
     ]
     panels = _panels(fig)
     unshared: list = []  # (axes, its y label) whose shared y tick labels the phone shows
+    turned: list = []  # (axes, its x tick labels' rotation) turned so that they do not collide
     moved: dict = {}  # grids made inside a cell (a panel and its colorbar), moved with their cell
     width = PHONE_PX / dpi
     try:
@@ -400,6 +401,20 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         # (below), the last panel's too
         legends_off_data(fig, send_below=False)
         fig.canvas.draw()
+        # tick labels that run into each other in the narrow column (0.002 and 0.003 on a log axis) are
+        # turned to 45 degrees
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            ticks = [t for t in ax.get_xticklabels(which="both") if t.get_visible() and t.get_text()]
+            boxes = sorted((t.get_window_extent(renderer) for t in ticks), key=lambda b: b.x0)
+            if any(a.x1 > b.x0 - 2 for a, b in zip(boxes, boxes[1:])):
+                turned.append((ax, ax.xaxis.get_tick_params(which="major").get("labelrotation", 0)))
+                ax.tick_params(axis="x", labelrotation=45)
+        if turned and type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+            fig.canvas.draw()
         covering = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
         covering = [lg for lg in covering if _covers(lg, lg.axes, fig.canvas.get_renderer())]
         if covering:  # no free corner: under its own panel, and the figure grows by its height
@@ -443,6 +458,8 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         for ax, label in unshared:
             ax.yaxis.set_tick_params(which="both", labelleft=False)
             ax.set_ylabel(label)
+        for ax, rotation in turned:
+            ax.tick_params(axis="x", labelrotation=rotation)
         for inner, cell in moved.values():
             setattr(inner, "_subplot_spec", cell)
         for ax, spec, pos, visible in places:
