@@ -134,6 +134,9 @@
     add("text", {x: 14, y: (T + H - B) / 2, "text-anchor": "middle", "font-size": 12, fill: "currentColor",
                  transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"}, "mean |λ|");
     add("text", {x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", "font-size": 12, fill: "currentColor"}, "block");
+    [1, depth].forEach(function (b) {
+      add("text", {x: x(b - 1), y: H - B + 16, "text-anchor": "middle", "font-size": 12, fill: "currentColor"}, String(b));
+    });
     [lo, hi].forEach(function (e) {
       add("text", {x: L - 6, y: y(Math.pow(10, e)) + 4, "text-anchor": "end", "font-size": 12, fill: "currentColor"},
           Math.pow(10, e).toExponential(0));
@@ -218,8 +221,9 @@
           var done = 0, total = 0;
           Object.keys(series).forEach(function (k) { done += series[k].points.length; total += series[k].steps; });
           var secs = (performance.now() - started) / 1000, left = done ? secs * (total - done) / done : 0;
-          status.textContent = parts.join(" · ") + (done < total ? " · about " +
-            (left >= 90 ? Math.round(left / 60) + " min" : Math.round(left) + " s") + " left" : "");
+          if (state === "training")  // (a step that was running when Stop came is drawn, the status kept)
+            status.textContent = parts.join(" · ") + (done < total ? " · about " +
+              (left >= 90 ? Math.round(left / 60) + " min" : Math.round(left) + " s") + " left" : "");
           redraw();
         } else if (m.type === "diverged") {
           series[m.name].diverged = m.step;
@@ -276,6 +280,7 @@
         worker.postMessage({type: "stop", id: id});
         state = "stopped";
         stop.textContent = "Resume";
+        status.textContent = status.textContent.replace(/ · about .* left$/, "") + " · stopped";
       } else if (state === "stopped") {
         worker.postMessage({type: "resume", id: id});
         state = "training";
