@@ -266,15 +266,15 @@ def test_every_analysis_call_has_a_source_toggle():
 
 def _only_glues(src):
     """A cell that computes nothing a reader needs to see: the install cell, glue(...) calls, imports,
-    a bare name that displays a value computed in a visible cell, or the site's static explorer or
-    attention viewer."""
+    a bare name that displays a value computed in a visible cell, or the site's static explorer,
+    attention viewer or training panel."""
     if "andrea @ git+" in src:
         return True
     for st in ast.parse(src).body:
         call = st.value if isinstance(st, ast.Expr) else None
         if isinstance(st, ast.ImportFrom) or isinstance(call, ast.Name):
             continue
-        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in {"glue", "StaticExplorer", "viewer"}:
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in {"glue", "StaticExplorer", "viewer", "TrainPanel"}:
             continue
         if isinstance(call, ast.Call) and _is_diagram(call):
             continue
