@@ -274,7 +274,8 @@ def _only_glues(src):
         call = st.value if isinstance(st, ast.Expr) else None
         if isinstance(st, ast.ImportFrom) or isinstance(call, ast.Name):
             continue
-        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in {"glue", "StaticExplorer", "viewer", "TrainPanel"}:
+        site_parts = {"glue", "StaticExplorer", "viewer", "TrainPanel"}
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in site_parts:
             continue
         if isinstance(call, ast.Call) and _is_diagram(call):
             continue
