@@ -135,8 +135,10 @@ def pages(tmp_path_factory):
     for name in SCRIPTS:
         shutil.copy2(STATIC / name, d / "_static" / name)
     # the files of _static/andrea/, written by the book's extension as at the end of a build
-    _load_extension()._attention_assets(SimpleNamespace(builder=SimpleNamespace(format="html"), outdir=str(d)), None)
-    assert sorted(p.name for p in (d / "_static" / "andrea").iterdir()) == sorted(SA.ASSETS)
+    _load_extension()._page_assets(SimpleNamespace(builder=SimpleNamespace(format="html"), outdir=str(d)), None)
+    from andrea.web.training import CORPUS_FILE  # the training panel's corpus is written there too
+
+    assert sorted(p.name for p in (d / "_static" / "andrea").iterdir()) == sorted((*SA.ASSETS, CORPUS_FILE))
     viewer = SA.viewer_html(SENTENCE)
     global EL
     EL = re.search(r'id="(andrea-attention-\d+)"', viewer).group(1)
