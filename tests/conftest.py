@@ -75,3 +75,32 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+def model_page(*loads):
+    """The page's model in a real headless Chromium, the network blocked (tools/pagemodel.Site serves
+    book/_static); each (script, expected) in `loads` is evaluated and checked first. Yields the page
+    and, on leaving, checks that nothing left localhost and the console stayed free of errors. For a
+    module fixture: `yield from model_page((LOAD_TF, "wasm"))`."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from pagemodel import Site
+
+    from labui import CHROMIUM, launch_browser
+
+    need((ROOT / "book/_static/vendor/tfjs/tf.min.js").exists(), "the vendored TensorFlow.js (make vendor)")
+    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
+    with Site() as site, sync_playwright() as p:
+        browser = launch_browser(p)
+        pg = site.open(browser)
+        for script, expected in loads:
+            assert pg.evaluate(script) == expected
+        yield pg
+        assert pg.external == [], f"requests left localhost: {pg.external}"
+        assert pg.errors == [], f"console errors: {pg.errors}"
+        browser.close()

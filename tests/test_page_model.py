@@ -14,14 +14,13 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, need
+from conftest import ROOT, model_page
 
 sys.path.insert(0, str(ROOT / "tools"))
-from pagemodel import LOAD_TF, RUN_CASE, Site  # noqa: E402
+from pagemodel import LOAD_TF, RUN_CASE  # noqa: E402
 
 from andrea.views.explorer import Setting, measure  # noqa: E402
 from andrea.web.export import case, relative_difference  # noqa: E402
-from labui import CHROMIUM  # noqa: E402
 
 RTOL = 1e-3
 TRY = "{{ try {{ {}; return 'no error'; }} catch (e) {{ return e.message; }} }}"  # the error's message
@@ -40,24 +39,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def page():
-    need((ROOT / "book/_static/vendor/tfjs/tf.min.js").exists(), "the vendored TensorFlow.js (make vendor)")
-    from pathlib import Path
-
-    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
-    from labui import launch_browser
-
-    with Site() as site, sync_playwright() as p:
-        browser = launch_browser(p)
-        pg = site.open(browser)
-        assert pg.evaluate(LOAD_TF) == "wasm"
-        yield pg
-        assert pg.external == [], f"requests left localhost: {pg.external}"
-        assert pg.errors == [], f"console errors: {pg.errors}"
-        browser.close()
+    yield from model_page((LOAD_TF, "wasm"))
 
 
 @pytest.mark.parametrize("setting", CASES, ids=lambda s: s.label())

@@ -23,10 +23,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import ROOT, need
+from conftest import ROOT, model_page
 
 sys.path.insert(0, str(ROOT / "tools"))
-from pagemodel import LOAD_TF, Site  # noqa: E402
+from pagemodel import LOAD_TF  # noqa: E402
 
 from andrea import ANDREA_120M  # noqa: E402
 from andrea.training.train import TrainConfig  # noqa: E402
@@ -70,27 +70,7 @@ def _f32(b64: str) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def page():
-    need((ROOT / "book/_static/vendor/tfjs/tf.min.js").exists(), "the vendored TensorFlow.js (make vendor)")
-    from pathlib import Path
-
-    from labui import CHROMIUM
-
-    need(Path(CHROMIUM).exists(), f"{CHROMIUM} (install it: sudo apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        need(False, "playwright for Python (pip install playwright; never 'playwright install')")
-    from labui import launch_browser
-
-    with Site() as site, sync_playwright() as p:
-        browser = launch_browser(p)
-        pg = site.open(browser)
-        assert pg.evaluate(LOAD_TF) == "wasm"
-        assert pg.evaluate(LOAD_TRAIN) == "object"
-        yield pg
-        assert pg.external == [], f"requests left localhost: {pg.external}"
-        assert pg.errors == [], f"console errors: {pg.errors}"
-        browser.close()
+    yield from model_page((LOAD_TF, "wasm"), (LOAD_TRAIN, "object"))
 
 
 @pytest.fixture(scope="module")

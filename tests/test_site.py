@@ -299,9 +299,14 @@ def test_static_explorer_computes_settings_off_the_grid_in_the_page(browser, ser
         assert shown and float(shown.group(1)) == pytest.approx(ratio, rel=5e-3), s["text"]
         prov = pg.inner_text(f"#{el_id} .andrea-explorer-provenance")
         assert "computed in this page by TensorFlow.js" in prov and "WebAssembly backend" in prov
-        # the computation ran off the main thread: the page never froze for long
+        # the computation ran off the main thread: TensorFlow.js never loaded there, and no task there
+        # lasted as long as one of the computations did (both timed in this run, under the same load)
+        assert pg.evaluate("() => typeof window.tf") == "undefined"
+        compute = min(float(ms) for ms in re.findall(r"in (\d+) ms", prov))
         longest = pg.evaluate("() => Math.max(0, ...window.andreaLongTasks)")
-        assert longest < 250, f"the main thread was blocked for {longest:.0f} ms"
+        assert longest < compute, (
+            f"the main thread was blocked for {longest:.0f} ms, one computation took {compute:.0f} ms"
+        )
         # a bad seed is refused by name, and nothing is computed
         set_setting(pg, el_id, seed=20000)
         assert pg.get_attribute(f"#{el_id}", "data-state") == "error"
@@ -340,7 +345,13 @@ def test_attention_viewer_runs_on_the_built_site(browser, server):
         p.close()
 
 
-_WATCH_LONG_TASKS = """() => {
+# Watch the main thread's long tasks (over 50 ms) from the moment the page has settled: MathJax has
+# typeset the page's mathematics and the fonts have loaded, work that runs on the main thread by design
+# and that, on a loaded machine, can still be going on when the explorer is ready.
+_WATCH_LONG_TASKS = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await document.fonts.ready;
+  await new Promise(ok => requestAnimationFrame(() => requestAnimationFrame(ok)));
   window.andreaLongTasks = [];
   new PerformanceObserver(l => l.getEntries().forEach(e => window.andreaLongTasks.push(e.duration)))
     .observe({type: "longtask", buffered: false});

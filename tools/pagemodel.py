@@ -262,15 +262,12 @@ def _torch_step_ms(model: dict, fixed: dict, run: dict, n: int = 5) -> float:
 
     import torch
 
-    from andrea.model.config import AndreaConfig
     from andrea.training.data import load_token_data
     from andrea.training.train import TrainConfig, train
+    from andrea.web.export import from_js_model
 
     torch.set_num_threads(1)
-    cfg = AndreaConfig(
-        vocab_size=256, context_length=model["context"], d_model=model["width"], n_layer=model["depth"],
-        n_head=model["heads"], norm=model["norm"], init=model["init"], layerscale=model["layerscale"],
-    )  # fmt: skip
+    cfg = from_js_model(model)
     t = TrainConfig(
         steps=n + 1, batch_size=fixed["batchSize"], seq_len=fixed["seqLen"], lr=run["lr"], warmup=0,
         eval_every=1000, eval_batches=1,
@@ -301,6 +298,7 @@ def bench_training() -> list[tuple]:
             model = {
                 **{"vocab": 256, "context": fixed["context"], "width": run["width"], "heads": run["width"] // 16},
                 **{"depth": run["depth"], "norm": run["norm"], "init": run["init"], "layerscale": run["layerscale"]},
+                "residual": True,  # the panels train residual stacks only
             }
             t = {"steps": 100, "batchSize": fixed["batchSize"], "seqLen": fixed["seqLen"], "lr": run["lr"]}
             first, step = page.evaluate(TRAIN_STEPS, [model, t, 5])

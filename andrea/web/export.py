@@ -92,6 +92,24 @@ def js_model(config) -> dict:
     }
 
 
+def from_js_model(model: dict):
+    """The ``AndreaConfig`` that a page's model (as ``js_model`` names it) trains: the inverse of
+    ``js_model``, for torch's side of a comparison or a benchmark."""
+    from ..model.config import AndreaConfig
+
+    return AndreaConfig(
+        vocab_size=model["vocab"],
+        context_length=model["context"],
+        d_model=model["width"],
+        n_layer=model["depth"],
+        n_head=model["heads"],
+        norm=model["norm"],
+        residual=model["residual"],
+        layerscale=model["layerscale"],
+        init=model["init"],
+    )
+
+
 def js_train(t) -> dict:
     """A ``TrainConfig`` as andrea_train.js's ``checkTrain`` names it."""
     return {

@@ -307,10 +307,27 @@
     return String(p);
   }
 
+  /* A Web Worker's TensorFlow.js backend (its `tf` a global, the vendored files beside the worker):
+   * WebAssembly where the browser has it, else TensorFlow.js's plain JavaScript backend, slower but
+   * exact. A promise of the backend's name, "wasm" or "cpu". */
+  function startBackend() {
+    var tf = root.tf;
+    return (async function () {
+      try {
+        tf.wasm.setWasmPaths(new URL("vendor/tfjs/", root.location.href).href);
+        if (await tf.setBackend("wasm")) return "wasm";
+      } catch (e) { /* no WebAssembly here */ }
+      await tf.setBackend("cpu");
+      return "cpu";
+    })();
+  }
+
   root.AndreaFlow = {
     VOCAB: VOCAB, SEQ: SEQ, BATCH: BATCH, HEAD_DIM: HEAD_DIM,
     checkSetting: checkSetting, shapes: shapes, initWeights: initWeights, randomBatch: randomBatch,
     gradientFlow: gradientFlow, measure: measure, formatG: formatG, network: network,
     rng: rng, normals: normals,  // the seeded generator, also used by andrea_attention.js's untrained model
+    shown: shown,  // a bad value as the reader typed it, for every checker's error message
+    startBackend: startBackend,  // the Web Workers' TensorFlow.js backend
   };
 })(typeof self !== "undefined" ? self : this);

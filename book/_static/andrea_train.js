@@ -17,9 +17,7 @@
   var EPS = 1e-8, CLIP_EPS = 1e-6;  // torch.optim.AdamW's eps; clip_grad_norm_'s
 
   function fail(msg) { throw new Error("andrea_train: " + msg); }
-  function shown(v) {
-    return typeof v === "number" && !isFinite(v) ? String(v) : v === undefined ? "undefined" : JSON.stringify(v);
-  }
+  function shown(v) { return root.AndreaFlow.shown(v); }  // loaded after andrea_flow.js
   function isInt(v) { return typeof v === "number" && Number.isInteger(v); }
   function isReal(v) { return typeof v === "number" && isFinite(v); }
 

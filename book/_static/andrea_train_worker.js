@@ -11,14 +11,7 @@
  *      {id, type: "error", error} (a bad setting, named). */
 importScripts("vendor/tfjs/tf.min.js", "vendor/tfjs/tf-backend-wasm.min.js", "andrea_flow.js", "andrea_train.js");
 
-var backend = (async function () {
-  try {
-    tf.wasm.setWasmPaths(new URL("vendor/tfjs/", self.location.href).href);
-    if (await tf.setBackend("wasm")) return "wasm";
-  } catch (e) { /* no WebAssembly here: TensorFlow.js's plain JavaScript backend is slower but exact */ }
-  await tf.setBackend("cpu");
-  return "cpu";
-})();
+var backend = AndreaFlow.startBackend();
 
 var corpora = {}, job = null;
 

@@ -2,14 +2,7 @@
  * In: {id, setting}. Out: {id, result} (result.backend, result.ms added) or {id, error}. */
 importScripts("vendor/tfjs/tf.min.js", "vendor/tfjs/tf-backend-wasm.min.js", "andrea_flow.js");
 
-var backend = (async function () {
-  try {
-    tf.wasm.setWasmPaths(new URL("vendor/tfjs/", self.location.href).href);
-    if (await tf.setBackend("wasm")) return "wasm";
-  } catch (e) { /* no WebAssembly here: TensorFlow.js's plain JavaScript backend is slower but exact */ }
-  await tf.setBackend("cpu");
-  return "cpu";
-})();
+var backend = AndreaFlow.startBackend();
 
 self.onmessage = async function (e) {
   var name = await backend;
