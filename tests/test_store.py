@@ -290,6 +290,26 @@ def test_each_comparison_is_decided_on_both_machines_and_a_disagreement_is_said(
     assert "depends on the machine" in fold and post.emulated.measured in fold and post.measured in fold
 
 
+def test_a_claim_both_machines_label_alike_names_the_regime_that_depends_on_the_machine():
+    """ch7's round 2: the claim is confirmed on both machines' runs, but the pre-norm regime is not
+    testable on this machine's (its calibration inconclusive) and confirmed on the emulated CPU's. The
+    claim's reason, printed in the fold's summary and the chapter's claims table, must say so, not
+    repeat this machine's 'not testable' beside a table that says 'depends on the machine'."""
+    from andrea.views.notebook import evidence
+
+    ev = evaluation.evidence("ch7_layerscale_round2")
+    assert ev.native.label == ev.emulated.label == ev.verdict.label
+    hinge = [f for f in ev.role("decides") if f.verdict.label == "depends on the machine"]
+    assert [f.decision.what for f in hinge] == ["pre-norm, lr 0.003"]
+    assert "not testable at this scale in pre-norm" in ev.native.reason  # this machine's reason alone
+    assert "not testable at this scale in" not in ev.verdict.reason
+    assert "depends on the machine in pre-norm, lr 0.003: not testable on this machine's runs" in ev.verdict.reason
+    assert ev.verdict.reason in evidence("ch7_layerscale_round2")._repr_html_().replace("&#x27;", "'")
+    same = evaluation.evidence("ch7_layerscale")  # where the regimes agree, this machine's reason stands
+    assert all(f.verdict.label != "depends on the machine" for f in same.role("decides"))
+    assert same.verdict.reason == same.native.reason
+
+
 def test_a_changed_rule_marks_the_verdicts_and_trains_nothing(tmp_path, monkeypatch, capsys):
     """Changed verdict code, or a changed emulation, leaves the runs current (nothing is re-trained) and
     marks the grid's verdicts as decided by a rule changed after its runs, in the fold and in --list."""

@@ -12,7 +12,9 @@ label where both machines give it, and "depends on the machine" with both readin
 
 from __future__ import annotations
 
-from . import store
+from dataclasses import replace
+
+from . import store, verdict
 from .grids import grid
 from .rule import Evidence, Finding, both, detectable, evaluate  # noqa: F401  (the rule, re-exported)
 
@@ -71,7 +73,34 @@ def evidence(name: str) -> Evidence:
     missing = store.emulated_missing(g, blob)
     emulated = None if missing else evaluate(g, store.rows(blob, "emulated"), seconds)
     status_, note = store.rule_status(g, blob)
-    return both(native, emulated, len(missing), status_, note)
+    return _one_reason(both(native, emulated, len(missing), status_, note))
+
+
+def _one_reason(ev: Evidence) -> Evidence:
+    """Where both machines give the claim the same label but reach it by different regimes (a regime's
+    calibration passes on one machine's runs only, say), the claim's reason is this machine's alone and
+    would contradict the comparisons printed beside it. It is rewritten from the regimes' labels as both
+    machines give them; the label is unchanged."""
+    if ev.native is None or ev.emulated is None or ev.native.label != ev.emulated.label:
+        return ev
+    if all(f.verdict.label != verdict.MACHINE for f in ev.role("decides")):
+        return ev  # the same regimes decide on both: the reasons differ in their numbers at most
+    by_label: dict[str, list[str]] = {}
+    for f in ev.role("decides"):
+        by_label.setdefault(f.verdict.label, []).append(f.decision.what)
+    parts = []
+    for label, where in by_label.items():
+        if label == verdict.MACHINE:
+            each = [
+                f"{f.decision.what}: {f.native.label} on this machine's runs, {f.emulated.verdict.label} on the "
+                "emulated second CPU's"
+                for f in ev.role("decides")
+                if f.verdict.label == label and f.native is not None and f.emulated is not None
+            ]
+            parts.append("depends on the machine in " + "; ".join(each))
+        else:
+            parts.append(f"{label} in " + ", ".join(where))
+    return replace(ev, verdict=replace(ev.verdict, reason="; ".join(parts)))
 
 
 def status(name: str) -> str:

@@ -28,6 +28,14 @@ from ..measure.probe import GradientReport
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 REFERENCE_GREY = "#9a9a9a"
+# chapter 3's arms, the same in each of its figures: the colour says the norm's placement (pre-norm
+# blue, post-norm orange), the line style the warmup (loss_bands_figure draws each arm in its own style,
+# solid for the first)
+WARMUP_COLOURS = {
+    "pre-norm, no warmup": PALETTE[0],
+    "post-norm, no warmup": PALETTE[1],
+    "post-norm, warmup": PALETTE[1],
+}
 
 STYLE: dict = {
     "figure.facecolor": "white",
