@@ -122,7 +122,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
         "exact": (
             "amp_g48 amp_words amp_x48 best_post best_pre dec_warmup escape_table g_post_over_pre "
             "g_post_w g_pre_w hi_lr hi_post_nw hi_post_w hi_pre inv_emb_rms margin n_diverged "
-            "n_plateau n_plateau_post plateau_kl post_grad_flat post_grad_jump post_needs_reason "
+            "n_plateau n_plateau_post plateau_counts plateau_kl post_grad_flat post_grad_jump post_needs_reason "
             "post_needs_verdict pre_act_growth pre_kl_min pre_reason pre_verdict unigram warm_calib "
             "warm_pre warm_verdict warm_words worst_pre x_post_over_pre x_post_w x_pre_w tr_* "
             "budget_words r2_*"
