@@ -117,6 +117,47 @@ def test_a_legend_over_the_data_moves_off_it_and_the_audit_says_where_one_is_lef
     plt.close("all")
 
 
+def test_a_legend_across_its_panels_edge_is_recorded_and_the_phone_gives_a_legend_from_below_one_column():
+    """The primer's paired figure: a two-column legend anchored under the right panel. On a phone the
+    panels stack and the legend moves into its panel; with two columns it was wider than the panel and
+    lay across its edge, over the tick labels (no plotted point under it). The audit records such a
+    legend, and the phone's drawing gives it one column."""
+    import json
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from andrea.views import plots
+    from andrea.views.legibility import legends_on_data, phone_png, png_audit
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [0, 1], label="a long label for a narrow panel")
+    ax.plot([0, 1], [1, 0], label="another long label")
+    ax.legend(loc="center left", ncols=2, bbox_to_anchor=(0.0, 0.5))  # by hand, across the right edge
+    assert any("spills over the panel's edge" in b for b in legends_on_data(fig)), legends_on_data(fig)
+    fig2, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.4))
+    for k in range(5):
+        left.plot([0, 1], [2.6 + 0.05 * k, 2.5 + 0.02 * k], marker="o")
+    left.set_xticks([0, 1], ["LayerScale off", "λ₀ = 1e-5"])
+    d = np.array([0.12, 0.07, 0.17, 0.19, 0.29])
+    right.scatter(range(5), d, label="one seed")
+    right.errorbar(
+        5.5, d.mean(), yerr=[[0.1], [0.1]], color="black", marker="s", capsize=5, label="mean, 95 % interval"
+    )
+    right.axhline(0, color="grey", lw=1, ls=":")
+    right.set_xlabel("seed")
+    right.set_ylabel("off minus on (nats)")
+    right.set_title("the difference, seed by seed", fontsize=10)
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=9, frameon=False)
+    plots.provenance(fig2, "cpu", None, "stored results 'x' (45 runs, seeds 0-4), torch 2.13.0, cpu, 2026-12-01")
+    fig2.tight_layout(rect=(0, 0.03, 1, 1))
+    desktop = right.get_legend()
+    audit = png_audit(phone_png(fig2))
+    assert json.loads(audit["andrea:legend-on-data"]) == [], audit["andrea:legend-on-data"]
+    assert right.get_legend() is desktop and desktop._ncols == 2  # the desktop figure is given back as it was
+    plt.close("all")
+
+
 def _plain_png():
     import io
 

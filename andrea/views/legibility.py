@@ -183,6 +183,15 @@ def legends_off_data(fig, send_below: bool = True) -> None:
     fig.canvas.draw()
 
 
+def _straddles(legend, ax, renderer) -> bool:
+    """``legend`` lies across ``ax``'s left or right edge, part inside the panel and part over its tick
+    labels or the next panel (a legend wholly beside the panel, placed there by hand, does not)."""
+    box, panel = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    if box.y1 <= panel.y0 or box.y0 >= panel.y1:
+        return False
+    return any(box.x0 < edge - 1 and box.x1 > edge + 1 for edge in (panel.x0, panel.x1))
+
+
 def legends_on_data(fig) -> list[str]:
     """Legends that cover plotted points: an axis's own over its data, a figure's over any axis's."""
     fig.canvas.draw()
@@ -192,6 +201,8 @@ def legends_on_data(fig) -> list[str]:
         lg = ax.get_legend()
         if lg is not None and _covers(lg, ax, renderer):
             bad.append(f"axis {k}: its legend covers {_covers(lg, ax, renderer)} plotted points")
+        if lg is not None and lg.get_visible() and _straddles(lg, ax, renderer):
+            bad.append(f"axis {k}: its legend spills over the panel's edge (onto its tick labels)")
         for j, flg in enumerate(fig.legends):
             if _covers(flg, ax, renderer):
                 bad.append(f"axis {k}: figure legend {j} covers {_covers(flg, ax, renderer)} plotted points")
@@ -367,9 +378,18 @@ def phone_png(fig, dpi: float = 100) -> bytes:
             fig.set_size_inches(width, max(2.4, min(size[1] * 1.15, size[1] * width / size[0] * 1.6)))
         for t, _ in notes:
             t.set_wrap(True)
-        for lg, _, _ in sent_below:
-            lg.set_bbox_to_anchor(None)
-            lg.set_loc("best")
+        for lg, _, _ in sent_below:  # inside a narrow panel: one entry per line, not wider than the panel
+            texts = lg.get_texts()
+            labels = [t.get_text() for t in texts]
+            artists, named = lg.axes.get_legend_handles_labels()  # the artists themselves draw best
+            lg.axes.legend(
+                artists if named == labels else lg.legend_handles,
+                labels,
+                loc="best",
+                ncols=1,
+                frameon=lg.get_frame_on(),
+                fontsize=texts[0].get_fontsize() if texts else None,
+            )
         for lg in legends:  # a figure legend below the panels, one entry per line
             lg.set_visible(False)
             copies.append(
@@ -474,6 +494,8 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         for lg, loc, anchor in placed:
             lg._loc = loc
             lg.set_bbox_to_anchor(anchor)
+        for lg, _, _ in sent_below:
+            lg.axes.legend_ = lg  # the desktop's own legend again, in place of its one-column copy
         for lg in copies:
             lg.remove()
         for lg in legends:
