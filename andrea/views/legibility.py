@@ -12,6 +12,7 @@ one row stacked in one column, at a phone's column width) and carries that PNG i
 from __future__ import annotations
 
 import io
+import textwrap
 
 import matplotlib
 import matplotlib.colors
@@ -103,6 +104,7 @@ def _data_points(ax, n: int = 24):
     every scatter's points."""
     import numpy as np
     from matplotlib.collections import PathCollection
+    from matplotlib.patches import Rectangle
 
     pts = []
     for ln in ax.get_lines():
@@ -114,6 +116,12 @@ def _data_points(ax, n: int = 24):
             t = np.linspace(0, 1, n)[:, None, None]
             xy = (xy[:-1][None] * (1 - t) + xy[1:][None] * t).reshape(-1, 2)
         pts.append(xy)
+    for patch in ax.patches:  # a bar: a grid of points over it, so that a legend on a wide bar counts
+        if isinstance(patch, Rectangle) and patch.get_visible() and patch.get_width() and patch.get_height():
+            u = np.linspace(0, 1, 5)
+            unit = np.column_stack([np.repeat(u, 5), np.tile(u, 5)])
+            pts.append(patch.get_patch_transform().transform(unit))
+            pts[-1] = patch.get_data_transform().transform(pts[-1])
     for c in ax.collections:
         offsets = np.asarray(c.get_offsets(), dtype=float) if isinstance(c, PathCollection) else np.zeros((0, 2))
         if c.get_visible() and len(offsets):
@@ -320,6 +328,23 @@ def _place(ax, cell, moved: dict) -> None:
     ax.set_subplotspec(spec)  # its place again, from the moved grid
 
 
+def _one_column(lg):
+    """Draw axes legend ``lg`` again in one column where matplotlib finds room (``loc="best"``); returns
+    ``lg``, which ``phone_png`` gives back to its axes afterwards."""
+    texts = lg.get_texts()
+    labels = [t.get_text() for t in texts]
+    artists, named = lg.axes.get_legend_handles_labels()  # the artists themselves draw best
+    lg.axes.legend(
+        artists if named == labels else lg.legend_handles,
+        labels,
+        loc="best",
+        ncols=1,
+        frameon=lg.get_frame_on(),
+        fontsize=texts[0].get_fontsize() if texts else None,
+    )
+    return lg
+
+
 def phone_png(fig, dpi: float = 100) -> bytes:
     """The figure drawn for a phone's text column (``PHONE_PX``): panels of one grid are stacked in one
     column (row by row), any other figure is redrawn narrower; fonts raised as ``legible`` does for
@@ -348,6 +373,8 @@ def phone_png(fig, dpi: float = 100) -> bytes:
     panels = _panels(fig)
     unshared: list = []  # (axes, its y label) whose shared y tick labels the phone shows
     turned: list = []  # (axes, its x tick labels' rotation) turned so that they do not collide
+    wrapped: list = []  # (axes, its x tick formatter) whose long tick labels were wrapped instead
+    swapped: list = []  # axes legends drawn in one column on the phone (the desktop's, kept to restore)
     moved: dict = {}  # grids made inside a cell (a panel and its colorbar), moved with their cell
     width = PHONE_PX / dpi
     try:
@@ -379,17 +406,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         for t, _ in notes:
             t.set_wrap(True)
         for lg, _, _ in sent_below:  # inside a narrow panel: one entry per line, not wider than the panel
-            texts = lg.get_texts()
-            labels = [t.get_text() for t in texts]
-            artists, named = lg.axes.get_legend_handles_labels()  # the artists themselves draw best
-            lg.axes.legend(
-                artists if named == labels else lg.legend_handles,
-                labels,
-                loc="best",
-                ncols=1,
-                frameon=lg.get_frame_on(),
-                fontsize=texts[0].get_fontsize() if texts else None,
-            )
+            swapped.append(_one_column(lg))
         for lg in legends:  # a figure legend below the panels, one entry per line
             lg.set_visible(False)
             copies.append(
@@ -421,16 +438,32 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         # (below), the last panel's too
         legends_off_data(fig, send_below=False)
         fig.canvas.draw()
+        # a legend in several columns, wider than its narrow panel: one column, and placed again
+        wide = [lg for ax in fig.axes if (lg := ax.get_legend()) is not None and lg not in swapped]
+        wide = [lg for lg in wide if lg._ncols > 1 and _straddles(lg, lg.axes, fig.canvas.get_renderer())]
+        if wide:
+            swapped.extend(_one_column(lg) for lg in wide)
+            legends_off_data(fig, send_below=False)
+            fig.canvas.draw()
         # tick labels that run into each other in the narrow column (0.002 and 0.003 on a log axis) are
         # turned to 45 degrees
         renderer = fig.canvas.get_renderer()
         for ax in fig.axes:
             ticks = [t for t in ax.get_xticklabels(which="both") if t.get_visible() and t.get_text()]
             boxes = sorted((t.get_window_extent(renderer) for t in ticks), key=lambda b: b.x0)
-            if any(a.x1 > b.x0 - 2 for a, b in zip(boxes, boxes[1:])):
-                turned.append((ax, ax.xaxis.get_tick_params(which="major").get("labelrotation", 0)))
-                ax.tick_params(axis="x", labelrotation=45)
-        if turned and type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
+            if not any(a.x1 > b.x0 - 2 for a, b in zip(boxes, boxes[1:])):
+                continue
+            if max(len(line) for t in ticks for line in t.get_text().split("\n")) > 10:
+                # words (a bar's name), not numbers: wrapped to the width each tick has, not turned
+                size_px = ticks[0].get_fontsize() * fig.dpi / 72
+                room = max(8, int(ax.bbox.width / len(ticks) / (0.55 * size_px)))
+                wrapped.append((ax, ax.xaxis.get_major_formatter()))
+                every = [t.get_text() for t in ax.get_xticklabels()]
+                ax.set_xticks(ax.get_xticks(), [textwrap.fill(" ".join(t.split()), room) for t in every])
+                continue
+            turned.append((ax, ax.xaxis.get_tick_params(which="major").get("labelrotation", 0)))
+            ax.tick_params(axis="x", labelrotation=45)
+        if (turned or wrapped) and type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
@@ -478,6 +511,8 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         for ax, label in unshared:
             ax.yaxis.set_tick_params(which="both", labelleft=False)
             ax.set_ylabel(label)
+        for ax, formatter in wrapped:
+            ax.xaxis.set_major_formatter(formatter)
         for ax, rotation in turned:
             ax.tick_params(axis="x", labelrotation=rotation)
         for inner, cell in moved.values():
@@ -494,7 +529,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         for lg, loc, anchor in placed:
             lg._loc = loc
             lg.set_bbox_to_anchor(anchor)
-        for lg, _, _ in sent_below:
+        for lg in swapped:
             lg.axes.legend_ = lg  # the desktop's own legend again, in place of its one-column copy
         for lg in copies:
             lg.remove()
