@@ -340,12 +340,13 @@ def test_the_pages_xavier_draw_has_torchs_scale_matrix_by_matrix(page):
 
 
 def test_chapter_3s_panel_opens_on_its_calibrated_setting_with_torchs_curves(page):
-    """Chapter 3's defaults are round 2's setting exactly (ch3_warmup_round2, 400 steps, lr 1e-3): torch's
-    mean curves of its five seeds are drawn before anything trains, and the note gives that grid's verdict."""
+    """Chapter 3's defaults are the setting of the grid declared for them (ch3_panel: round 2's model, 400
+    steps, lr 1e-3, batches of 8 x 32 bytes): torch's mean curves of its five deciding seeds are drawn
+    before anything trains, and the note gives that grid's verdict."""
     pg = _panel(page, "train3")
     assert pg.input_value("fieldset[data-run=B] [name=warmup]") == "100"
     assert pg.input_value("fieldset[data-run=A] [name=init]") == "xavier"
     assert pg.locator(".andrea-train-chart path").count() == 2  # the two reference curves, thin
     note = pg.text_content(".andrea-explorer-note")
-    assert "mean of 5 seeds" in note and "ch3_warmup_round2" in note
+    assert "mean of 5 seeds" in note and "ch3_panel" in note
     pg.close()
