@@ -339,14 +339,25 @@ def test_the_pages_xavier_draw_has_torchs_scale_matrix_by_matrix(page):
     assert bad == 'andrea_flow: init must be gpt2 or xavier, got "kaiming"'
 
 
-def test_chapter_3s_panel_opens_on_its_calibrated_setting_with_torchs_curves(page):
-    """Chapter 3's defaults are the setting of the grid declared for them (ch3_panel: round 2's model, 400
-    steps, lr 1e-3, batches of 8 x 32 bytes): torch's mean curves of its five deciding seeds are drawn
-    before anything trains, and the note gives that grid's verdict."""
-    pg = _panel(page, "train3")
-    assert pg.input_value("fieldset[data-run=B] [name=warmup]") == "100"
-    assert pg.input_value("fieldset[data-run=A] [name=init]") == "xavier"
+@pytest.mark.parametrize("chapter, name", [("ch3", "train3"), ("ch7", "train")])
+def test_each_panel_opens_on_its_calibrated_setting_with_torchs_curves(page, chapter, name):
+    """Each panel's defaults are the setting of the grid declared for them (ch3_panel: round 2's model,
+    400 steps, lr 1e-3, batches of 8 x 32 bytes; ch7_panel: 12 post-norm blocks at lr 3e-3): torch's mean
+    curves of the five deciding seeds are drawn before anything trains, and the note gives that grid's
+    verdict on both machines' runs."""
+    from andrea.web.training import CALIBRATED, TrainPanel
+
+    grid_name, _ = CALIBRATED[chapter]
+    panel = TrainPanel(chapter)
+    pg = _panel(page, name)
+    if chapter == "ch3":
+        assert pg.input_value("fieldset[data-run=B] [name=warmup]") == "100"
+        assert pg.input_value("fieldset[data-run=A] [name=init]") == "xavier"
+    else:
+        assert pg.input_value("fieldset[data-run=A] [name=lr]") == "0.003"
+        assert pg.input_value("fieldset[data-run=B] [name=layerscale]") == "0.0001"
     assert pg.locator(".andrea-train-chart path").count() == 2  # the two reference curves, thin
     note = pg.text_content(".andrea-explorer-note")
-    assert "mean of 5 seeds" in note and "ch3_panel" in note
+    assert "mean of 5 seeds" in note and grid_name in note
+    assert f"reads {panel.verdict.verdict.label}. " in note and panel.evidence.missing_emulated == 0
     pg.close()
