@@ -361,3 +361,17 @@ def test_each_panel_opens_on_its_calibrated_setting_with_torchs_curves(page, cha
     assert "mean of 5 seeds" in note and grid_name in note
     assert f"reads {panel.verdict.verdict.label}. " in note and panel.evidence.missing_emulated == 0
     pg.close()
+
+
+def test_the_bench_finds_the_step_from_which_the_effect_shows():
+    """``make bench``'s "until the effect shows": the first step from which run A's torch curve stays at
+    least 0.1 nats above run B's (a brief dip under it earlier does not count), or None if it never does."""
+    from types import SimpleNamespace
+
+    from pagemodel import effect_step
+
+    a = [[0, 5.5], [50, 3.4], [100, 3.3], [150, 3.3], [200, 3.3]]
+    b = [[0, 5.5], [50, 3.2], [100, 3.25], [150, 3.1], [200, 2.9]]  # apart at 50, not at 100, then for good
+    assert effect_step(SimpleNamespace(references=[{"run": "A", "points": a}, {"run": "B", "points": b}])) == 150
+    assert effect_step(SimpleNamespace(references=[{"run": "A", "points": a}, {"run": "B", "points": a}])) is None
+    assert effect_step(SimpleNamespace(references=[])) is None
