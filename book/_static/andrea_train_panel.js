@@ -62,6 +62,14 @@
     };
   }
 
+  /* Round tick values from lo to hi, about five: steps of 1, 2 or 5 times a power of ten. */
+  function niceTicks(lo, hi) {
+    var raw = (hi - lo) / 5, p = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / p;
+    var step = (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p, out = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(Number(v.toPrecision(6)));
+    return out;
+  }
+
   /* The chart: the loss of each run against the step, the unigram level dashed, and (optional)
    * reference curves from torch, thin. A plain SVG, redrawn as steps arrive. */
   function drawLoss(svg, series, unigram, refs, fixedY) {
@@ -72,6 +80,7 @@
     Object.keys(series).forEach(function (k) { pts = pts.concat(series[k].points); });
     refs.forEach(function (r) { pts = pts.concat(r.points); });
     var maxStep = Math.max(10, Math.max.apply(null, pts.map(function (p) { return p[0]; }).concat([0])));
+    if (maxStep > 100) maxStep = Math.ceil(maxStep / 50) * 50;  // the axis ends on a round step
     var ys = pts.map(function (p) { return p[1]; }).filter(isFinite).concat(unigram ? [unigram] : []);
     var lo = fixedY ? fixedY[0] : Math.min.apply(null, ys.concat([2])) - 0.1;
     var hi = fixedY ? fixedY[1] : Math.max.apply(null, ys.concat([3])) + 0.1;
@@ -87,11 +96,12 @@
     }
     add("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888"});
     add("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#888"});
-    for (var i = 0; i <= 4; i++) {
-      var v = lo + (hi - lo) * i / 4, s = Math.round(maxStep * i / 4);
-      add("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 12, fill: "currentColor"}, v.toFixed(2));
+    niceTicks(lo, hi).forEach(function (v) {
+      add("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 12, fill: "currentColor"}, String(v));
+    });
+    niceTicks(0, maxStep).forEach(function (s) {
       add("text", {x: x(s), y: H - B + 16, "text-anchor": "middle", "font-size": 12, fill: "currentColor"}, String(s));
-    }
+    });
     add("text", {x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", "font-size": 12, fill: "currentColor"}, "step");
     add("text", {x: 14, y: (T + H - B) / 2, "text-anchor": "middle", "font-size": 12, fill: "currentColor",
                  transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"}, "training loss (nats per byte)");
