@@ -345,6 +345,35 @@ def test_attention_viewer_runs_on_the_built_site(browser, server):
         p.close()
 
 
+@pytest.mark.parametrize("path", ["book/03_prenorm_postnorm.html", "book/07_layerscale.html"])
+def test_the_training_panel_trains_on_the_built_site(browser, server, path):
+    """Issue 34: the chapter's "train it yourself" panel, on the built page (the network blocked), opens
+    with torch's curves and its grid's verdict, and trains both runs in a Web Worker when its controls are
+    driven (a short run: three steps of a one-block stack), off the main thread."""
+    p = Page(browser, server, path)
+    try:
+        pg = p.page
+        pg.wait_for_selector(".andrea-train-go", timeout=20000)
+        assert pg.locator(".andrea-train-chart path").count() == 2  # torch's two reference curves
+        assert "which reads confirmed" in pg.text_content(".andrea-train ~ .andrea-explorer-note")
+        for run in "AB":
+            for field, value in (("steps", 3), ("depth", 1), ("warmup", 1 if run == "B" else 0)):
+                pg.locator(f"fieldset[data-run={run}] [name={field}]").fill(str(value))
+        pg.click(".andrea-train-go")
+        pg.wait_for_function(
+            "() => document.querySelector('.andrea-train-status').textContent.includes('done')", timeout=120_000
+        )
+        for run in "AB":
+            d = pg.get_attribute(f"path.andrea-train-curve[data-run={run}]", "d")
+            assert d is not None and d.count("L") == 2, d  # three steps drawn
+        assert "unigram level" in pg.text_content(".andrea-train-chart")
+        assert pg.evaluate("() => typeof window.tf") == "undefined"  # TensorFlow.js only in the worker
+        assert p.external == [], f"requests left localhost: {p.external}"
+        assert p.failed == [] and p.errors == [], (p.failed, p.errors)
+    finally:
+        p.close()
+
+
 # Watch the main thread's long tasks (over 50 ms) from the moment the page has settled: MathJax has
 # typeset the page's mathematics and the fonts have loaded, work that runs on the main thread by design
 # and that, on a loaded machine, can still be going on when the explorer is ready.
