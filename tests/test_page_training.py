@@ -105,6 +105,21 @@ def test_twenty_steps_of_training_in_the_page_equal_torchs(page, twenty):
     assert twenty["torch"]["loss"][-1] < twenty["torch"]["loss"][0] - 0.3  # it trains: the test has teeth
 
 
+@pytest.mark.parametrize(
+    "norm, init, layerscale",
+    [("post", "xavier", None), ("post", "xavier", 1e-4)],
+    ids=["post-norm, Xavier (ch3's panel)", "post-norm, Xavier, LayerScale 1e-4 (ch7's panel)"],
+)
+def test_twenty_steps_of_the_panels_models_in_the_page_equal_torchs(page, norm, init, layerscale):
+    """The panels train post-norm stacks with Xavier's initialisation, ch7's with LayerScale: each, too,
+    trains in the page as in torch, step by step (the same rule as above)."""
+    c = training_case(replace(MODEL, norm=norm, init=init, layerscale=layerscale), TRAIN, "bytes")
+    js = page.evaluate(RUN, [c, c["train"], None, False])
+    gap = _loss_gap(js["losses"], c["torch"]["loss"])
+    assert gap <= LOSS_RTOL, f"largest relative loss difference over 20 steps: {gap:.2e}"
+    assert c["torch"]["loss"][-1] < c["torch"]["loss"][0] - 0.3  # it trains: the test has teeth
+
+
 def test_adamw_moments_after_five_steps_equal_torchs(page, five):
     js = page.evaluate(RUN, [five, five["train"], None, True])
     for part in ("exp_avg", "exp_avg_sq"):

@@ -152,7 +152,8 @@ class TrainPanel:
             missing = self.evidence is not None and self.evidence.missing_emulated
             return (
                 f"The thin lines are torch's runs at exactly these defaults, the mean of {seeds} seeds of a "
-                f"grid declared for this panel ({name}); there, A ended {ci.mean:+.2f} nats above B "
+                f"grid declared for this panel ({name}); there, A's final validation loss ended {ci.mean:+.2f} "
+                "nats above B's "
                 f"(95 % interval {ci.lo:+.2f} to {ci.hi:+.2f}), which reads {self.verdict.verdict.label}"
                 + (" on this machine's runs (their second-CPU copies are not all made yet). " if missing else ". ")
                 + "Your browser draws other random numbers, so its curves are one more seed, not a copy."
