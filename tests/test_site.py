@@ -349,7 +349,8 @@ def test_attention_viewer_runs_on_the_built_site(browser, server):
 def test_the_training_panel_trains_on_the_built_site(browser, server, path):
     """Issue 34: the chapter's "train it yourself" panel, on the built page (the network blocked), opens
     with torch's curves and its grid's verdict, and trains both runs in a Web Worker when its controls are
-    driven (a short run: three steps of a one-block stack), off the main thread."""
+    driven (a short run: three steps of a one-block stack), off the main thread; Stop pauses a run and
+    Resume goes on, Reset brings the defaults back, and a bad setting is refused by name."""
     p = Page(browser, server, path)
     try:
         pg = p.page
@@ -368,6 +369,32 @@ def test_the_training_panel_trains_on_the_built_site(browser, server, path):
             assert d is not None and d.count("L") == 2, d  # three steps drawn
         assert "unigram level" in pg.text_content(".andrea-train-chart")
         assert pg.evaluate("() => typeof window.tf") == "undefined"  # TensorFlow.js only in the worker
+        # a long run stops between two steps and resumes; reset drops the curves and brings the defaults back
+        pg.locator("fieldset[data-run=A] [name=steps]").fill("400")
+        pg.locator("fieldset[data-run=B] [name=steps]").fill("400")
+        pg.click(".andrea-train-go")
+        pg.wait_for_function(
+            "() => /A: step [1-9]/.test(document.querySelector('.andrea-train-status').textContent)", timeout=120_000
+        )
+        pg.click(".andrea-train-stop")
+        pg.wait_for_timeout(500)
+        before = pg.text_content(".andrea-train-status")
+        pg.wait_for_timeout(1500)
+        assert pg.text_content(".andrea-train-status") == before, "training went on after Stop"
+        pg.click(".andrea-train-stop")  # Resume
+        pg.wait_for_function(
+            f"() => document.querySelector('.andrea-train-status').textContent !== {before!r}", timeout=60_000
+        )
+        pg.click(".andrea-train-reset")
+        assert pg.locator("path.andrea-train-curve").count() == 0
+        assert pg.input_value("fieldset[data-run=A] [name=depth]") != "1"  # the defaults are back
+        # a bad setting is refused by name, and nothing trains
+        pg.locator("fieldset[data-run=A] [name=lr]").fill("abc")
+        pg.click(".andrea-train-go")
+        assert 'run A: peak learning rate must be a number from 0.00001 to 0.03, got "abc"' in pg.text_content(
+            ".andrea-train-status"
+        )
+        assert pg.locator("path.andrea-train-curve").count() == 0
         assert p.external == [], f"requests left localhost: {p.external}"
         assert p.failed == [] and p.errors == [], (p.failed, p.errors)
     finally:
