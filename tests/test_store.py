@@ -351,6 +351,27 @@ def test_a_changed_rule_marks_the_verdicts_and_trains_nothing(tmp_path, monkeypa
         assert "rule changed after its runs" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name", GRIDS)
+def test_a_grid_run_under_its_declared_rule_still_has_that_rule(name):
+    """A grid whose every deciding run recorded the rule it was trained under still has that rule: a
+    refactor of the grids' code (a shared helper for their decisions, a moved constant) must leave each
+    ``Decision.spec()``, and so ``rule_hash``, byte-identical, or the book would call a verdict declared
+    before its runs "changed after its runs"."""
+    g = grids.grid(name)
+    blob = store.load(g)
+    stamps = {
+        run.get("rule")
+        for i in g.decision_cells()
+        for run in (blob["cells"][i]["result"], blob["cells"][i].get("emulated", {}))
+        if run
+    }
+    if None in stamps:  # stored before runs recorded their rule: the book must say so, not call it declared before
+        assert store.rule_status(g, blob)[0] == store.CHANGED
+        return
+    assert stamps == {g.rule_hash()}, f"{name}: runs made under {sorted(stamps)}, the rule now is {g.rule_hash()}"
+    assert store.rule_status(g, blob)[0] == store.BEFORE
+
+
 def test_results_of_another_torch_version_are_shown_with_a_warning_not_refused(tmp_path, monkeypatch):
     """A reader on Colab has another torch than the pinned one: the stored results still load (with a
     warning naming the torch that measured them); the tests' strict check refuses them."""

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ...measure.runstats import PLATEAU_GAP
 from .. import store
-from .base import BASE, BASE_TRAIN, _cell
+from .base import BASE, BASE_TRAIN, _cell, plateau_decisions
 
 # Warmup for the deciding runs: a quarter of the 400 steps, five times the ~20-step memory of
 # AdamW's second moment (beta2 = 0.95); 50 steps (12.5 %) is kept for the exploratory seeds.
@@ -86,11 +86,6 @@ def ch3_warmup() -> store.Grid:
 ROUND2_BUDGETS = (400, 1600)
 WARMUP_SHARE = 0.25
 ROUND2_SEEDS = (11, 12, 13, 14, 15)  # fresh: round 1 ran seeds 0-10
-# "Below the plateau" is judged at the end of a run (``learned``: finite, and a final validation loss at
-# least PLATEAU_GAP nats under the unigram entropy), not at its best moment: a review of round 1 found a
-# warmed run (seed 8, lr 2e-3) whose training loss dipped 0.1 nats under the plateau and came back to
-# it. Changed before any run of this round.
-BELOW_PLATEAU = "learned"
 
 
 def ch3_warmup_round2() -> store.Grid:
@@ -117,35 +112,14 @@ def ch3_warmup_round2() -> store.Grid:
         for lr in (1e-3, 2e-3):
             post = {"init": "xavier", "norm": "post", "lr": lr, "budget": steps}
             regime = f"post-norm, Xavier init, lr {lr:g}, {steps} steps"
-            decisions += [
-                store.Decision(
-                    f"with warmup, post-norm ends below the plateau after {steps} steps (lr {lr:g}, every run)",
-                    arm={**post, "warmup": warm},
-                    field=BELOW_PLATEAU,
-                    level=PLATEAU_GAP,
-                    test="every",
-                    role="calibration",
-                    seeds=ROUND2_SEEDS,
-                    calibrates=regime,
-                ),
-                store.Decision(
-                    regime,
-                    arm={**post, "warmup": 0},
-                    against={**post, "warmup": warm},
-                    predicted="positive",
-                    seeds=ROUND2_SEEDS,
-                ),
-                store.Decision(
-                    f"runs that end below the plateau, with warmup against without ({regime})",
-                    arm={**post, "warmup": warm},
-                    against={**post, "warmup": 0},
-                    field=BELOW_PLATEAU,
-                    level=PLATEAU_GAP,
-                    test="fisher",
-                    role="control",
-                    seeds=ROUND2_SEEDS,
-                ),
-            ]
+            decisions += plateau_decisions(
+                regime,
+                {**post, "warmup": warm},
+                {**post, "warmup": 0},
+                ROUND2_SEEDS,
+                calibration=f"with warmup, post-norm ends below the plateau after {steps} steps (lr {lr:g}, every run)",
+                treatment="with warmup",
+            )
         pre = {"init": "gpt2", "norm": "pre", "lr": 3e-3, "budget": steps}
         decisions.append(
             store.Decision(
@@ -212,33 +186,14 @@ def ch3_panel() -> store.Grid:
         ),
         tuple(cells),
         rule="some",
-        decisions=(
-            store.Decision(
-                f"with warmup, post-norm ends below the plateau ({batch}x{seq} bytes, every run)",
-                arm={**post, "warmup": 100},
-                field=BELOW_PLATEAU,
-                level=PLATEAU_GAP,
-                test="every",
-                role="calibration",
-                seeds=PANEL_SEEDS,
-                calibrates=regime,
-            ),
-            store.Decision(
+        decisions=tuple(
+            plateau_decisions(
                 regime,
-                arm={**post, "warmup": 0},
-                against={**post, "warmup": 100},
-                predicted="positive",
-                seeds=PANEL_SEEDS,
-            ),
-            store.Decision(
-                f"runs that end below the plateau, with warmup against without ({regime})",
-                arm={**post, "warmup": 100},
-                against={**post, "warmup": 0},
-                field=BELOW_PLATEAU,
-                level=PLATEAU_GAP,
-                test="fisher",
-                role="control",
-                seeds=PANEL_SEEDS,
-            ),
+                {**post, "warmup": 100},
+                {**post, "warmup": 0},
+                PANEL_SEEDS,
+                calibration=f"with warmup, post-norm ends below the plateau ({batch}x{seq} bytes, every run)",
+                treatment="with warmup",
+            )
         ),
     )

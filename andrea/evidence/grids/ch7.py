@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import store
-from .base import BASE, BASE_TRAIN, _cell
+from .base import BASE, BASE_TRAIN, _cell, plateau_decisions
 
 CONFIRM_CH7 = (0, 1, 2, 3, 4)  # every run of this grid is new (24 blocks, 800 steps): no seed was seen
 LS_LAMBDA = 1e-5  # CaiT's initial lambda at depth 24 (0.1 up to 18 blocks, 1e-6 beyond 24)
@@ -313,7 +313,6 @@ def ch7_panel() -> store.Grid:
     """Declared before its deciding runs: whether chapter 7's training panel shows, in torch, the effect
     the chapter reads from it (the plain deep post-norm stack ending above the same stack with LayerScale)."""
     from ...measure.runstats import PLATEAU_GAP
-    from .ch3 import BELOW_PLATEAU
 
     model = replace(BASE, d_model=32, n_head=2, n_layer=12, context_length=32, norm="post", init="xavier")
     train = replace(BASE_TRAIN, steps=300, batch_size=8, seq_len=32, lr=3e-3, warmup=0)
@@ -340,33 +339,14 @@ def ch7_panel() -> store.Grid:
         ),
         tuple(cells),
         rule="some",
-        decisions=(
-            store.Decision(
-                "with LayerScale, the 12-block stack ends below the plateau (every run)",
-                arm={"layerscale": PANEL_LAMBDA},
-                field=BELOW_PLATEAU,
-                level=PLATEAU_GAP,
-                test="every",
-                role="calibration",
-                seeds=PANEL_SEEDS,
-                calibrates=regime,
-            ),
-            store.Decision(
+        decisions=tuple(
+            plateau_decisions(
                 regime,
-                arm={"layerscale": "off"},
-                against={"layerscale": PANEL_LAMBDA},
-                predicted="positive",
-                seeds=PANEL_SEEDS,
-            ),
-            store.Decision(
-                f"runs that end below the plateau, with LayerScale against without ({regime})",
-                arm={"layerscale": PANEL_LAMBDA},
-                against={"layerscale": "off"},
-                field=BELOW_PLATEAU,
-                level=PLATEAU_GAP,
-                test="fisher",
-                role="control",
-                seeds=PANEL_SEEDS,
-            ),
+                {"layerscale": PANEL_LAMBDA},
+                {"layerscale": "off"},
+                PANEL_SEEDS,
+                calibration="with LayerScale, the 12-block stack ends below the plateau (every run)",
+                treatment="with LayerScale",
+            )
         ),
     )
