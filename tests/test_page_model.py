@@ -105,6 +105,55 @@ def _js(s: Setting) -> dict:
     }
 
 
+# The explorer's moves, each from the one before: lambda_0, norm and residual reuse the held model; a
+# shallower and then a deeper model (blocks drawn before and blocks drawn anew), another width, another seed.
+MOVES = [
+    {"depth": 5, "width": 64, "seed": 3, "layerscale": 1e-3},
+    {"depth": 5, "width": 64, "seed": 3, "layerscale": 0.5},
+    {"depth": 5, "width": 64, "seed": 3, "norm": "post"},
+    {"depth": 5, "width": 64, "seed": 3, "norm": "none", "residual": False},
+    {"depth": 2, "width": 64, "seed": 3},
+    {"depth": 9, "width": 64, "seed": 3, "norm": "post", "layerscale": 1e-2},
+    {"depth": 9, "width": 96, "seed": 3},
+    {"depth": 9, "width": 96, "seed": 4},
+]
+
+
+def test_the_explorers_held_model_gives_exactly_a_fresh_draws_numbers(page):
+    """AndreaFlow.measure keeps the last seed's weights between moves; each move's numbers must be
+    bit-identical to a model drawn afresh (initWeights, randomBatch) and run by gradientFlow, and the held
+    tensors must not pile up: after the moves, one more seed holds no more tensors than the first did."""
+    fresh = "s => AndreaFlow.gradientFlow(s, AndreaFlow.initWeights(s), AndreaFlow.randomBatch(s.seed || 0))"
+    for move in MOVES:
+        held = page.evaluate("s => AndreaFlow.measure(s)", move)
+        assert held == page.evaluate(fresh, move), move
+    count = "s => { AndreaFlow.measure(s); return tf.memory().numTensors; }"
+    first = page.evaluate(count, {"depth": 9, "width": 96, "seed": 5})
+    assert page.evaluate(count, {"depth": 9, "width": 96, "seed": 6}) == first
+    # ... and a stale held model would be caught: the same move after another seed's differs
+    assert page.evaluate("s => AndreaFlow.measure(s)", {**MOVES[0], "seed": 7}) != page.evaluate(fresh, MOVES[0])
+
+
+def test_normals_steps_the_seeded_generator_exactly_as_next_does(page):
+    """normals writes mulberry32's steps out in its loop: its draws must be the polar method on next()'s
+    own sequence, and next() must go on from where normals left the generator."""
+    same = page.evaluate(
+        """() => {
+      const polar = (n, next) => { const out = [];
+        while (out.length < n) { const u = 2 * next() - 1, v = 2 * next() - 1, q = u * u + v * v;
+          if (q >= 1 || q === 0) continue; const f = Math.sqrt(-2 * Math.log(q) / q);
+          out.push(Math.fround(u * f)); if (out.length < n) out.push(Math.fround(v * f)); }
+        return out; };
+      const a = AndreaFlow.rng(5), b = AndreaFlow.rng(5);
+      const got = Array.from(AndreaFlow.normals(1001, 1, a)).concat([a(), a()]);
+      const want = polar(1001, b).concat([b(), b()]);
+      const other = Array.from(AndreaFlow.normals(1001, 1, AndreaFlow.rng(6)));
+      return [got.every((x, i) => x === want[i]), other.some((x, i) => x !== want[i])];
+    }"""
+    )
+    assert same == [True, True]
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [

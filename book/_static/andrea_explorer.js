@@ -40,6 +40,20 @@
     return worker;
   }
 
+  /* Start the page's model before it is needed: once an explorer has come into view, the Web Worker
+   * loads TensorFlow.js and measures a one-block model (which also compiles its code paths), so that a
+   * reader's first change of a control waits for the measurement, not for the load. */
+  function warmWhenSeen(el) {
+    function warm() { var w = getWorker(); if (w) w.postMessage({id: 0, setting: {depth: 1, width: 32}}); }
+    if (!("IntersectionObserver" in window)) { warm(); return; }
+    var seen = new IntersectionObserver(function (entries) {
+      if (!entries.some(function (e) { return e.isIntersecting; })) return;
+      seen.disconnect();
+      warm();
+    });
+    seen.observe(el);
+  }
+
   function measure(setting, done) {
     var w = getWorker();
     if (!w) { done({error: workerProblem}); return; }
@@ -264,6 +278,7 @@
       window.andreaExplorers = window.andreaExplorers || {};
       window.andreaExplorers[el.id] = view;
       el.setAttribute("data-ready", "1");
+      warmWhenSeen(el);
     }).catch(function (err) { chart.textContent = "Chart error: " + err; console.error(err); });
   }
 

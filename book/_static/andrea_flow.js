@@ -5,8 +5,10 @@
  * output head, biases, LayerNorm eps 1e-5), and the same measurement as andrea.measure.probe.gradient_flow:
  * one forward and backward pass on a fixed batch, the RMS of the residual stream and of the loss's
  * gradient with respect to it at every block boundary (0 = the embeddings' output, i = block i's
- * output). The gradient comes from TensorFlow.js's automatic differentiation (tf.grads); nothing
- * here differentiates by hand.
+ * output). That gradient is written out by hand (probe: each layer's backward pass, as plain products,
+ * with no autodiff tape: a third of the kernels autodiff would run), and checked against torch's at
+ * every boundary (tests/test_page_model.py). Training (network, for andrea_train.js) is differentiated
+ * by TensorFlow.js's automatic differentiation (tf.grads), with respect to the weights.
  *
  * Weights are named and shaped as the torch model's state_dict (Linear weights are (out, in)), so
  * weights exported by andrea.live load as they are. Without them, initWeights draws GPT-2's
@@ -19,7 +21,7 @@
   "use strict";
   var VOCAB = 8449, SEQ = 32, BATCH = 2, HEAD_DIM = 32, INIT_STD = 0.02, LN_EPS = 1e-5;
   var NORMS = ["pre", "post", "none"];
-  var GELU_C = Math.sqrt(2 / Math.PI);
+  var GELU_C = Math.sqrt(2 / Math.PI), GELU_A = 0.044715;
 
   function fail(msg) { throw new Error("andrea_flow: " + msg); }
 
@@ -55,28 +57,54 @@
     return out;
   }
 
-  /* mulberry32: a small seeded generator, so a seed gives the same batch and weights everywhere. */
+  /* mulberry32: a small seeded generator, so a seed gives the same batch and weights everywhere.
+   * next() is the next uniform in [0, 1); next.state holds the generator's state, which normals steps
+   * in its own loop (the same sequence, twice as fast as calling next). */
   function rng(seed) {
-    var a = (seed >>> 0) ^ 0x9e3779b9;
-    return function () {
-      a = (a + 0x6d2b79f5) >>> 0;
-      var t = a;
+    var g = {a: (seed >>> 0) ^ 0x9e3779b9};
+    function next() {
+      var t = g.a = (g.a + 0x6d2b79f5) >>> 0;
       t = Math.imul(t ^ (t >>> 15), t | 1);
       t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    }
+    next.state = g;
+    return next;
   }
 
-  function normals(n, std, next) {  // Box-Muller, two values per pair of uniforms
-    var out = new Float32Array(n);
-    for (var i = 0; i < n; i += 2) {
-      var u = 1 - next(), v = next();
-      var r = Math.sqrt(-2 * Math.log(u)) * std;
-      out[i] = r * Math.cos(2 * Math.PI * v);
-      if (i + 1 < n) out[i + 1] = r * Math.sin(2 * Math.PI * v);
+  /* n normal draws of standard deviation std from rng's next: Marsaglia's polar method, two values per
+   * accepted pair of uniforms (a quarter faster than Box-Muller's logarithm, square root, sine and
+   * cosine). Drawn at standard deviation 1 and then scaled (scaled), so that a draw kept unscaled (the
+   * explorer's held model) gives the very same weights at any std. */
+  function normals(n, std, next) {
+    var out = new Float32Array(n), a = next.state.a, t, u, v, q, f;
+    for (var i = 0; i < n;) {
+      // two steps of next(), written out
+      t = a = (a + 0x6d2b79f5) >>> 0;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      u = 2 * (((t ^ (t >>> 14)) >>> 0) / 4294967296) - 1;
+      t = a = (a + 0x6d2b79f5) >>> 0;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      v = 2 * (((t ^ (t >>> 14)) >>> 0) / 4294967296) - 1;
+      q = u * u + v * v;
+      if (q >= 1 || q === 0) continue;
+      f = Math.sqrt(-2 * Math.log(q) / q);
+      out[i++] = u * f;
+      if (i < n) out[i++] = v * f;
     }
+    next.state.a = a;
+    return std === 1 ? out : scaled(out, std, out);
+  }
+  function scaled(a, k, out) {  // in float32, as a float32 product on TensorFlow.js gives it
+    var kf = Math.fround(k);
+    out = out || new Float32Array(a.length);
+    for (var i = 0; i < a.length; i++) out[i] = a[i] * kf;
     return out;
   }
+  // GPT-2's standard deviation for a normal-initialised matrix: the residual projections' shrunk with depth
+  function gpt2Std(name, depth) { return /proj\.weight$/.test(name) ? INIT_STD / Math.sqrt(2 * depth) : INIT_STD; }
 
   /* Names and shapes of the state_dict, in the torch model's order. */
   function shapes(s) {
@@ -120,8 +148,7 @@
       else if (/ln_\d\.weight$|final_norm\.weight$/.test(name)) a = new Float32Array(n).fill(1);
       else if (/\.scale$/.test(name)) a = new Float32Array(n).fill(s.layerscale);
       else if (init === "xavier" && shape.length === 2 && !/embedding/.test(name)) a = xavier(shape, name, next);
-      else if (/proj\.weight$/.test(name)) a = normals(n, INIT_STD / Math.sqrt(2 * s.depth), next);
-      else a = normals(n, INIT_STD, next);
+      else a = normals(n, gpt2Std(name, s.depth), next);
       w[name] = a;
     });
     return w;
@@ -145,26 +172,49 @@
     return Math.sqrt(sq / a.length);
   }
 
-  /* The model's forward pass on TensorFlow.js tensors, for a batch of B sequences of T tokens (N = B*T
-   * rows). W: {state_dict name: tensor}; s: a checked setting (s.heads: the number of heads, default
-   * width / 32). opts.wiring overrides the norm placement (the tests' negative control); with
-   * opts.weightGrads the products pass gradients to the weights as well (training), else to their
-   * input only (the probe, whose weights are constants). Returns embed(idx) -> the stream entering
-   * block 0, block(x, i), and loss(x, oneHotTargets): the final norm, the tied head and the mean
-   * cross-entropy. Call it inside tf.tidy. */
-  function network(s, W, B, T, opts) {
-    var tf = root.tf, norm = (opts && opts.wiring) || s.norm, train = !!(opts && opts.weightGrads);
-    var C = s.width, H = s.heads || C / HEAD_DIM, D = C / H, N = B * T;
-    var mask = tf.mul(tf.sub(tf.linalg.bandPart(tf.ones([T, T]), -1, 0), 1), 1e30);  // 0 on and below the diagonal
+  /* The pieces of the forward pass that training (network) and the probe (gradientFlow) share, on
+   * TensorFlow.js tensors. Each returns what its backward needs as well as its output. */
+  function layerNorm(tf, x, g, b) {
+    var m = tf.moments(x, -1, true), rstd = tf.rsqrt(tf.add(m.variance, LN_EPS));
+    var xhat = tf.mul(tf.sub(x, m.mean), rstd);
+    return {y: tf.add(tf.mul(xhat, g), b), xhat: xhat, rstd: rstd};
+  }
+  // GELU's tanh form, as andrea's: h/2 (1 + tanh(c (h + a h^3))), computed as h sigmoid(2c (h + a h^3))
+  // (the same function: 1 + tanh(u) = 2 sigmoid(2u)). On WebAssembly a sigmoid takes a fraction of a
+  // tanh's time, and the form takes 6 kernels; what its derivative needs is kept.
+  function gelu(tf, h) {
+    var h2 = tf.mul(h, h), sg = tf.sigmoid(tf.mul(h, tf.add(tf.mul(h2, 2 * GELU_C * GELU_A), 2 * GELU_C)));
+    return {y: tf.mul(h, sg), h2: h2, sg: sg};
+  }
+  // its derivative: s + h s (1 - s) (2c + 6 c a h^2), with s the sigmoid and h s the output
+  function geluSlope(tf, g) {
+    var poly = tf.add(tf.mul(g.h2, 6 * GELU_C * GELU_A), 2 * GELU_C);
+    return tf.add(g.sg, tf.mul(tf.mul(g.y, tf.sub(1, g.sg)), poly));
+  }
+  // (N, C) rows of B sequences <-> (B*H, T, D) heads
+  function splitHeads(tf, t, B, T, H, D) {
+    return tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, D]), [0, 2, 1, 3]), [B * H, T, D]);
+  }
+  function mergeHeads(tf, t, B, T, H, D) {
+    return tf.reshape(tf.transpose(tf.reshape(t, [B, H, T, D]), [0, 2, 1, 3]), [B * T, H * D]);
+  }
+  function causalMask(tf, T) {  // 0 on and below the diagonal, -1e30 above
+    return tf.mul(tf.sub(tf.linalg.bandPart(tf.ones([T, T]), -1, 0), 1), 1e30);
+  }
 
-    // y = x W^T + b, with torch's W (out, in). TensorFlow.js's matMul is several times slower with a
-    // transposed operand on WebAssembly, so for the probe both layouts are kept and each product is a
-    // plain one: forward x (in, out-layout W^T), backward dy W. This states matMul's own gradient for x
-    // (the weights are constants there); tf.grads still differentiates everything else. Training needs
-    // the weights' gradients too, and differentiates the product itself.
+  /* The model's forward pass for training, on TensorFlow.js tensors, differentiated by TensorFlow.js
+   * with respect to the weights: a batch of B sequences of T tokens (N = B*T rows). W: {state_dict
+   * name: tensor}; s: a checked setting (s.heads: the number of heads, default width / 32). Returns
+   * embed(idx) -> the stream entering block 0, block(x, i), and loss(x, oneHotTargets): the final norm,
+   * the tied head and the mean cross-entropy. Call it inside tf.tidy. */
+  function network(s, W, B, T) {
+    var tf = root.tf, norm = s.norm;
+    var C = s.width, H = s.heads || C / HEAD_DIM, D = C / H;
+    var mask = causalMask(tf, T);
+
     // a @ b whose gradients are plain products too (dA = dY B^T, dB = A^T dY, with the transposes
-    // made explicitly): on WebAssembly a product with a transposed operand is several times slower,
-    // and autodiff's own matMul gradient uses two
+    // made explicitly): on WebAssembly TensorFlow.js's matMul is several times slower with a
+    // transposed operand, and autodiff's own matMul gradient uses two
     var mm = tf.customGrad(function (a, b, save) {
       save([a, b]);
       return {value: tf.matMul(a, b), gradFunc: function (dy, saved) {
@@ -172,49 +222,23 @@
         return [tf.matMul(dy, tf.transpose(saved[1], perm)), tf.matMul(tf.transpose(saved[0], perm), dy)];
       }};
     });
-    function bmm(a, b) { return train ? mm(a, b) : tf.matMul(a, b); }
-    var WT = {};
-    function product(name) {
-      if (!WT[name]) {
-        var w = W[name];
-        if (train) WT[name] = function (x) { return mm(x, tf.transpose(w)); };
-        else {
-          var wt = tf.transpose(w);
-          WT[name] = tf.customGrad(function (x) {
-            return {value: tf.matMul(x, wt), gradFunc: function (dy) { return [tf.matMul(dy, w)]; }};
-          });
-        }
-      }
-      return WT[name];
+    function linear(x, name) {  // y = x W^T + b, with torch's W (out, in)
+      return tf.add(mm(x, tf.transpose(W[name + ".weight"])), W[name + ".bias"]);
     }
-    function linear(x, name) {
-      return tf.add(product(name + ".weight")(x), W[name + ".bias"]);
-    }
-    function layerNorm(x, name) {
-      var m = tf.moments(x, -1, true);
-      return tf.add(tf.mul(tf.mul(tf.sub(x, m.mean), tf.rsqrt(tf.add(m.variance, LN_EPS))), W[name + ".weight"]), W[name + ".bias"]);
-    }
-    function heads(t) { return tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, D]), [0, 2, 1, 3]), [B * H, T, D]); }
+    function ln(x, name) { return layerNorm(tf, x, W[name + ".weight"], W[name + ".bias"]).y; }
     function attention(x, p) {
       var qkv = tf.split(linear(x, p + "attn.qkv"), 3, 1);
-      var kT = train ? tf.transpose(heads(qkv[1]), [0, 2, 1]) : null;
-      var qk = train ? bmm(heads(qkv[0]), kT) : tf.matMul(heads(qkv[0]), heads(qkv[1]), false, true);
-      var scores = tf.add(tf.mul(qk, 1 / Math.sqrt(D)), mask);
-      var y = bmm(tf.softmax(scores), heads(qkv[2]));  // (B*H, T, D)
-      y = tf.reshape(tf.transpose(tf.reshape(y, [B, H, T, D]), [0, 2, 1, 3]), [N, C]);
-      return linear(y, p + "attn.proj");
+      var q = splitHeads(tf, qkv[0], B, T, H, D), k = splitHeads(tf, qkv[1], B, T, H, D);
+      var scores = tf.add(tf.mul(mm(q, tf.transpose(k, [0, 2, 1])), 1 / Math.sqrt(D)), mask);
+      var y = mm(tf.softmax(scores), splitHeads(tf, qkv[2], B, T, H, D));  // (B*H, T, D)
+      return linear(mergeHeads(tf, y, B, T, H, D), p + "attn.proj");
     }
-    function mlp(x, p) {
-      var h = linear(x, p + "mlp.fc");
-      var inner = tf.mul(tf.add(h, tf.mul(tf.mul(tf.mul(h, h), h), 0.044715)), GELU_C);
-      var g = tf.mul(tf.mul(h, 0.5), tf.add(tf.tanh(inner), 1));
-      return linear(g, p + "mlp.proj");
-    }
+    function mlp(x, p) { return linear(gelu(tf, linear(x, p + "mlp.fc")).y, p + "mlp.proj"); }
     function sublayer(x, p, i, f) {
-      var ln = p + "ln_" + i, ls = W[p + "ls_" + i + ".scale"];
+      var ln_ = p + "ln_" + i, ls = W[p + "ls_" + i + ".scale"];
       var scale = function (d) { return ls ? tf.mul(d, ls) : d; };
-      if (norm === "post") { var d = scale(f(x, p)); return layerNorm(s.residual ? tf.add(x, d) : d, ln); }
-      var delta = scale(f(norm === "pre" ? layerNorm(x, ln) : x, p));
+      if (norm === "post") { var d = scale(f(x, p)); return ln(s.residual ? tf.add(x, d) : d, ln_); }
+      var delta = scale(f(norm === "pre" ? ln(x, ln_) : x, p));
       return s.residual ? tf.add(x, delta) : delta;
     }
     return {
@@ -222,9 +246,8 @@
         var pos = W["position_embedding.weight"];
         if (pos.shape[0] !== T) pos = tf.slice(pos, [0, 0], [T, C]);  // the first T positions
         var E = W["token_embedding.weight"];
-        // training differentiates the table: gather's gradient has no WebAssembly kernel, a one-hot
-        // product's has
-        var tok = train ? tf.matMul(tf.cast(tf.oneHot(idx, E.shape[0]), "float32"), E) : tf.gather(E, idx);
+        // gather's gradient has no WebAssembly kernel, a one-hot product's has
+        var tok = tf.matMul(tf.cast(tf.oneHot(idx, E.shape[0]), "float32"), E);
         return tf.add(tok, tf.tile(pos, [B, 1]));
       },
       block: function (x, i) {
@@ -232,11 +255,100 @@
         return sublayer(sublayer(x, p, 1, attention), p, 2, mlp);
       },
       loss: function (x, oneHot) {
-        if (norm === "pre") x = layerNorm(x, "final_norm");
-        var logp = tf.logSoftmax(product("token_embedding.weight")(x));  // the tied head: x E^T
-        return tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), N);
+        if (norm === "pre") x = ln(x, "final_norm");
+        var logp = tf.logSoftmax(mm(x, tf.transpose(W["token_embedding.weight"])));  // the tied head: x E^T
+        return tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), B * T);
       },
     };
+  }
+
+  /* The probe: the forward pass and the gradient of the loss with respect to the residual stream at
+   * every block boundary, for weights that are constants. The backward pass is written out by hand (no
+   * autodiff tape): a third of the kernels TensorFlow.js's autodiff runs for it, and every product a
+   * plain one (dY W for a linear layer). Returns {acts, grads, loss} as tensors; call it inside tf.tidy.
+   * WT: the weights' transposes made so far (filled as needed); norm: the placement to wire (the
+   * setting's, or the tests' negative control). */
+  function probe(s, W, WT, norm, idx, oneHot) {
+    var tf = root.tf, B = BATCH, T = SEQ, N = B * T, C = s.width, H = C / HEAD_DIM, D = HEAD_DIM;
+    var mask = causalMask(tf, T), scaleQK = 1 / Math.sqrt(D);
+    function wt(name) { return WT[name] || (WT[name] = tf.transpose(W[name])); }
+    function linear(x, name) {  // y = x W^T + b
+      return tf.add(tf.matMul(x, wt(name + ".weight")), W[name + ".bias"]);
+    }
+    function linearBack(dy, name) { return tf.matMul(dy, W[name + ".weight"]); }
+    function lnBack(c, g, dy) {  // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy g
+      var dxhat = tf.mul(dy, g);
+      var a = tf.mean(dxhat, -1, true), b = tf.mean(tf.mul(dxhat, c.xhat), -1, true);
+      return tf.mul(tf.sub(tf.sub(dxhat, a), tf.mul(c.xhat, b)), c.rstd);
+    }
+    // The attention's batched products (B*H, T, *) each with its second operand transposed: TensorFlow.js's
+    // batched matMul on WebAssembly is faster so (about 105 us against 175 at these sizes)
+    var ATTN = {
+      forward: function (x, p) {
+        var qkv = tf.split(linear(x, p + "attn.qkv"), 3, 1);
+        var q = splitHeads(tf, qkv[0], B, T, H, D), k = splitHeads(tf, qkv[1], B, T, H, D);
+        var v = splitHeads(tf, qkv[2], B, T, H, D);
+        var P = tf.softmax(tf.add(tf.mul(tf.matMul(q, k, false, true), scaleQK), mask));
+        var y = tf.matMul(P, tf.transpose(v, [0, 2, 1]), false, true);  // P v
+        return {y: linear(mergeHeads(tf, y, B, T, H, D), p + "attn.proj"), q: q, k: k, v: v, P: P};
+      },
+      backward: function (c, dy, p) {
+        var dyh = splitHeads(tf, linearBack(dy, p + "attn.proj"), B, T, H, D);
+        var dv = tf.matMul(c.P, dyh, true, false), dP = tf.matMul(dyh, c.v, false, true);
+        var dS = tf.mul(tf.mul(c.P, tf.sub(dP, tf.sum(tf.mul(dP, c.P), -1, true))), scaleQK);  // softmax's
+        var dq = tf.matMul(dS, tf.transpose(c.k, [0, 2, 1]), false, true), dk = tf.matMul(dS, c.q, true, false);
+        var dqkv = tf.concat([dq, dk, dv].map(function (t) { return mergeHeads(tf, t, B, T, H, D); }), 1);
+        return linearBack(dqkv, p + "attn.qkv");
+      },
+    };
+    var MLP = {
+      forward: function (x, p) {
+        var g = gelu(tf, linear(x, p + "mlp.fc"));
+        return {y: linear(g.y, p + "mlp.proj"), gelu: g};
+      },
+      backward: function (c, dy, p) {
+        return linearBack(tf.mul(linearBack(dy, p + "mlp.proj"), geluSlope(tf, c.gelu)), p + "mlp.fc");
+      },
+    };
+    function sublayer(x, p, i, f) {  // forward; returns the output and the backward: dy -> dx
+      var ln = p + "ln_" + i, g = W[ln + ".weight"], ls = W[p + "ls_" + i + ".scale"];
+      var scale = function (d) { return ls ? tf.mul(d, ls) : d; };
+      var c, n, y;
+      if (norm === "post") {
+        c = f.forward(x, p);
+        n = layerNorm(tf, s.residual ? tf.add(x, scale(c.y)) : scale(c.y), g, W[ln + ".bias"]);
+        return {y: n.y, back: function (dy) {
+          var du = lnBack(n, g, dy), dx = f.backward(c, scale(du), p);
+          return s.residual ? tf.add(du, dx) : dx;
+        }};
+      }
+      if (norm === "pre") n = layerNorm(tf, x, g, W[ln + ".bias"]);
+      c = f.forward(n ? n.y : x, p);
+      y = s.residual ? tf.add(x, scale(c.y)) : scale(c.y);
+      return {y: y, back: function (dy) {
+        var dz = f.backward(c, scale(dy), p), dx = n ? lnBack(n, g, dz) : dz;
+        return s.residual ? tf.add(dy, dx) : dx;
+      }};
+    }
+    var pos = W["position_embedding.weight"], E = W["token_embedding.weight"];
+    var x = tf.add(tf.gather(E, idx), tf.tile(pos, [B, 1])), acts = [x], backs = [];
+    for (var i = 0; i < s.depth; i++) {
+      var a = sublayer(x, "blocks." + i + ".", 1, ATTN), m = sublayer(a.y, "blocks." + i + ".", 2, MLP);
+      backs.push(a.back, m.back);
+      x = m.y;
+      acts.push(x);
+    }
+    var fn = norm === "pre" ? layerNorm(tf, x, W["final_norm.weight"], W["final_norm.bias"]) : null;
+    var logp = tf.logSoftmax(tf.matMul(fn ? fn.y : x, wt("token_embedding.weight")));  // the tied head: x E^T
+    var loss = tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), N);
+    var dx = tf.matMul(tf.div(tf.sub(tf.exp(logp), oneHot), N), E);  // cross-entropy's: (softmax - target) / N
+    if (fn) dx = lnBack(fn, W["final_norm.weight"], dx);
+    var grads = [dx];
+    for (var j = backs.length - 1; j >= 0; j--) {
+      dx = backs[j](dx);
+      if (j % 2 === 0) grads.unshift(dx);  // at the boundary entering block j / 2
+    }
+    return {acts: acts, grads: grads, loss: loss};
   }
 
   /* One forward and backward pass. weights: {name: Float32Array}; batch: {idx, targets} (B*T ids).
@@ -245,7 +357,7 @@
     var tf = root.tf;
     if (!tf) fail("TensorFlow.js (the global tf) is not loaded");
     var s = checkSetting(setting), norm = (opts && opts.wiring) || s.norm;
-    var C = s.width, B = BATCH, T = SEQ, N = B * T;
+    var N = BATCH * SEQ;
     shapes(s).forEach(function (e) {
       var a = weights[e[0]], n = e[1].reduce(function (x, y) { return x * y; }, 1);
       if (!a || a.length !== n) fail("weight " + e[0] + " must have " + n + " values, got " + (a ? a.length : "none"));
@@ -255,43 +367,91 @@
       for (var i = 0; i < N; i++)
         if (!(ids[i] >= 0 && ids[i] < VOCAB)) fail("token id " + ids[i] + " is outside the vocabulary [0, " + VOCAB + ")");
     });
-    var W = {}, keep = [];
     return tf.tidy(function () {
+      var W = {};
       shapes(s).forEach(function (e) { W[e[0]] = tf.tensor(weights[e[0]], e[1], "float32"); });
+      // the negative control wires post-norm where the weights have no final norm, or none where they have
+      if (norm === "pre" && !W["final_norm.weight"]) fail("pre-norm wiring needs final_norm weights");
       var idx = tf.tensor1d(batch.idx, "int32"), oneHot = tf.oneHot(tf.tensor1d(batch.targets, "int32"), VOCAB);
-      var net = network(s, W, B, T, {wiring: norm});
-      var x0 = net.embed(idx);
-      // The loss as a function of a zero added at every boundary: its gradient with respect to
-      // each zero is the gradient with respect to the residual stream there.
-      var zeros = [];
-      for (var b = 0; b <= s.depth; b++) zeros.push(tf.zeros([N, C]));
-      var acts = [];
-      function loss() {
-        var x = tf.add(x0, arguments[0]);
-        acts.push(tf.keep(x));
-        for (var i = 0; i < s.depth; i++) {
-          x = tf.add(net.block(x, i), arguments[i + 1]);
-          acts.push(tf.keep(x));
-        }
-        return net.loss(x, oneHot);
-      }
-      var vg = tf.valueAndGrads(loss)(zeros);
-      keep = acts;
-      var act = acts.map(function (t) { return rms(t.dataSync()); });
-      var grad = vg.grads.map(function (t) { return rms(t.dataSync()); });
-      var lossValue = vg.value.dataSync()[0];
-      keep.forEach(function (t) { t.dispose(); });
-      var finite = isFinite(lossValue) && act.concat(grad).every(isFinite);
-      var status = !finite ? "diverged" : grad[0] > 0 ? "ok" : "vanished";
-      return {act: act, grad: grad, loss: lossValue, finite: finite, status: status,
-              ratio: grad[s.depth] !== 0 ? grad[0] / grad[s.depth] : NaN};
+      return summary(s, probe(s, W, {}, norm, idx, oneHot));
     });
   }
 
+  /* The probe's tensors read back: the RMS at every boundary, the loss, and what they say. */
+  function summary(s, r) {
+    var act = r.acts.map(function (t) { return rms(t.dataSync()); });
+    var grad = r.grads.map(function (t) { return rms(t.dataSync()); });
+    var lossValue = r.loss.dataSync()[0];
+    var finite = isFinite(lossValue) && act.concat(grad).every(isFinite);
+    var status = !finite ? "diverged" : grad[0] > 0 ? "ok" : "vanished";
+    return {act: act, grad: grad, loss: lossValue, finite: finite, status: status,
+            ratio: grad[s.depth] !== 0 ? grad[0] / grad[s.depth] : NaN};
+  }
+
+  /* The explorer's last drawn model, held between measurements. The weights depend only on the seed,
+   * width and depth, so a change of lambda_0, norm or residual (and each setting's grey reference)
+   * reuses its tensors and makes only LayerScale's vectors anew. Its draws are held unscaled, as
+   * tensors: blocks are drawn in order, so a model of another depth with the same seed and width is
+   * the same draws, scaled by GPT-2's standard deviations on the backend (the residual projections'
+   * depend on the depth), and only blocks not drawn yet are drawn. Exactly initWeights's weights and
+   * randomBatch's batch (tested). */
+  var held = null;
+  function heldModel(s) {
+    var tf = root.tf, key = s.seed + "|" + s.width;
+    // every tensor any wiring uses: pre-norm's (the norms and the final norm), LayerScale's left out
+    var all = {width: s.width, depth: s.depth, norm: "pre", layerscale: null, seed: s.seed};
+    if (!held || held.key !== key) {
+      if (held) held.drawnTensors.concat(held.scaledTensors).forEach(function (t) { t.dispose(); });
+      var batch = randomBatch(s.seed), idx = tf.tensor1d(batch.idx, "int32");
+      var oneHot = tf.tidy(function () { return tf.oneHot(tf.tensor1d(batch.targets, "int32"), VOCAB); });
+      held = {key: key, next: rng(1000003 * s.seed + 17), unit: {}, unitT: {}, depth: null, W: {}, WT: {},
+              drawnTensors: [idx, oneHot].map(tf.keep), scaledTensors: [], idx: idx, oneHot: oneHot};
+    }
+    if (held.depth === s.depth) return held;
+    held.scaledTensors.forEach(function (t) { t.dispose(); });
+    held.scaledTensors = [];
+    var W = {}, WT = {};
+    shapes(all).forEach(function (e) {  // in initWeights's order: a block is drawn once, when first needed
+      var name = e[0], n = e[1].reduce(function (a, b) { return a * b; }, 1);
+      var byDepth = isNormal(name) && gpt2Std(name, 1) !== INIT_STD;  // the residual projections
+      if (!held.unit[name]) {  // drawn at std 1 and kept so where the std depends on the depth, else scaled now
+        var a = !isNormal(name) ? new Float32Array(n).fill(/\.bias$/.test(name) ? 0 : 1)  // biases 0, gains 1
+          : normals(n, byDepth ? 1 : INIT_STD, held.next);
+        held.unit[name] = tf.keep(tf.tensor(a, e[1], "float32"));
+        held.drawnTensors.push(held.unit[name]);
+        if (e[1].length === 2 && !/position/.test(name)) {
+          held.unitT[name] = tf.keep(tf.transpose(held.unit[name]));
+          held.drawnTensors.push(held.unitT[name]);
+        }
+      }
+      if (!byDepth) { W[name] = held.unit[name]; WT[name] = held.unitT[name]; return; }
+      var std = gpt2Std(name, s.depth);
+      W[name] = tf.keep(tf.mul(held.unit[name], std));
+      held.scaledTensors.push(W[name]);
+      if (held.unitT[name]) {
+        WT[name] = tf.keep(tf.mul(held.unitT[name], std));
+        held.scaledTensors.push(WT[name]);
+      }
+    });
+    held.W = W;
+    held.WT = WT;
+    held.depth = s.depth;
+    return held;
+  }
+  function isNormal(name) { return /\.weight$/.test(name) && !/ln_\d\.|final_norm\./.test(name); }
+
   /* The whole live measurement of a setting: seeded weights, seeded batch, one pass. */
   function measure(setting) {
-    var s = checkSetting(setting);
-    return gradientFlow(s, initWeights(s), randomBatch(s.seed));
+    var tf = root.tf;
+    if (!tf) fail("TensorFlow.js (the global tf) is not loaded");
+    var s = checkSetting(setting), h = heldModel(s);
+    return tf.tidy(function () {
+      var W = {};
+      shapes(s).forEach(function (e) {
+        W[e[0]] = /\.scale$/.test(e[0]) ? tf.fill(e[1], s.layerscale) : h.W[e[0]];
+      });
+      return summary(s, probe(s, W, h.WT, s.norm, h.idx, h.oneHot));
+    });
   }
 
   /* Python's "%g" (6 significant digits), so a live lambda's label reads like the shipped ones. */

@@ -135,7 +135,7 @@
         var vg = tf.valueAndGrads(function () {
           var W = {};
           for (var i = 0; i < names.length; i++) W[names[i]] = arguments[i];
-          var net = Flow.network(m, W, B, T, {weightGrads: true});
+          var net = Flow.network(m, W, B, T);
           var x = net.embed(idx);
           for (var b = 0; b < m.depth; b++) x = net.block(x, b);
           return net.loss(x, oneHot);
