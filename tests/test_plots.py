@@ -209,3 +209,32 @@ def test_a_phone_gets_the_panels_stacked_legible_in_its_column_and_the_figure_is
     assert list(fig.get_size_inches()) == list(size) and [ax.get_position().bounds for ax in fig.axes] == places
     assert split_phone(desk) == (desk, None)
     plt.close(fig)
+
+
+def test_texts_drawn_over_each_other_are_found_and_the_phone_lays_out_above_its_foot():
+    """legibility.texts_collide names two texts whose boxes overlap (a note on a bar's top label), and
+    passes the same figure with the note moved; the phone's rendering of a bar chart with a long x label
+    and a provenance line has no collision (its raised fonts are laid out again above the foot)."""
+    import json
+
+    import matplotlib.pyplot as plt
+
+    from andrea.views import plots
+    from andrea.views.legibility import phone_png, png_audit, texts_collide
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar([0, 1], [92.3, 98.0])
+    ax.text(1, 99.5, "98.0 M", ha="center")
+    note = ax.text(1.3, 99.5, "documents' total: ~120 M", ha="right")
+    ax.set_ylim(0, 135)
+    assert any("documents' total" in b and "98.0 M" in b for b in texts_collide(fig)), texts_collide(fig)
+    note.set_position((1.3, 125))
+    assert texts_collide(fig) == []
+    fig2, ax2 = plt.subplots(figsize=(7, 6))
+    ax2.barh(range(11), range(1, 12))
+    ax2.set_yticks(range(11), [f"a long name for bar number {k}  (768,)" for k in range(11)])
+    ax2.set_xlabel("L2 norm of this token's vector")
+    plots.provenance(fig2, "cpu", 0)
+    fig2.tight_layout(rect=(0, 0.03, 1, 1))
+    assert json.loads(png_audit(phone_png(fig2))["andrea:text-collisions"]) == []
+    plt.close("all")

@@ -357,6 +357,8 @@ def test_the_training_panel_trains_on_the_built_site(browser, server, path):
         pg.wait_for_selector(".andrea-train-go", timeout=20000)
         assert pg.locator(".andrea-train-chart path").count() == 2  # torch's two reference curves
         assert "which reads confirmed" in pg.text_content(".andrea-train ~ .andrea-explorer-note")
+        # the |λ| chart takes room only once a run with LayerScale has trained (none has yet)
+        assert not pg.locator(".andrea-train-lambda").is_visible()
         for run in "AB":
             for field, value in (("steps", 3), ("depth", 1), ("warmup", 1 if run == "B" else 0)):
                 pg.locator(f"fieldset[data-run={run}] [name={field}]").fill(str(value))
@@ -757,6 +759,25 @@ def test_no_figure_legend_covers_its_data(site):
                 bad.append(f"{png.name[:12]}: {audit['andrea:legend-on-data']}")
     assert n > 20, f"only {n} audited figures found"
     assert bad == [], f"legends over the data: {bad}"
+
+
+def test_no_figure_draws_text_over_text(site):
+    """No figure, desktop or phone rendering, draws a text over another: a label over a tick label, a
+    note over a bar's value, a phone's x label over the provenance line (andrea.views.legibility
+    .texts_collide, recorded in each PNG)."""
+    import json
+
+    from andrea.views.legibility import png_audit
+
+    bad, n = [], 0
+    for png in sorted((site / "_images").glob("*.png")):
+        audit = png_audit(png.read_bytes())
+        if audit:
+            n += 1
+            for c in json.loads(audit["andrea:text-collisions"]):
+                bad.append(f"{png.name[:12]}{'.phone' if png.name.endswith('.phone.png') else ''}: {c}")
+    assert n > 40, f"only {n} audited figures found"
+    assert bad == [], f"texts drawn over each other: {bad}"
 
 
 def test_figure_lines_are_told_apart(site):

@@ -13,10 +13,10 @@ if [ "$(cat _build/.andrea-hash 2>/dev/null)" != "$hash" ]; then
   rm -rf _build/.jupyter_cache _build/html _build/jupyter_execute _build/.doctrees
   echo "$hash" > _build/.andrea-hash
 fi
-# Sphinx copies book/_static only when some page is rewritten: a changed stylesheet rewrites them all
+# Sphinx copies book/_static only when some page is rewritten: a changed stylesheet or script rewrites them all
 # (from the execution cache, so nothing is re-run).
 all=()
-statics=$(cat book/_static/*.css book/_ext/*.py 2>/dev/null | sha256sum | cut -c1-16)
+statics=$(cat book/_static/*.css book/_static/*.js book/_ext/*.py 2>/dev/null | sha256sum | cut -c1-16)
 if [ "$(cat _build/.static-hash 2>/dev/null)" != "$statics" ]; then all=(--all); fi
 start=$(date +%s)
 rm -f _build/book-build.ok

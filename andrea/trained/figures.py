@@ -111,8 +111,10 @@ def heads_figure(heads: dict, seed: Optional[int] = 0):
         )
         ax.set_xlabel("previous-token score", fontsize=10)
         ax.set_ylabel("induction score", fontsize=10)
-        ax.set_xlim(0, max(0.3, 1.15 * top["previous_token"]))
-        ax.set_ylim(0, max(0.15, 1.15 * top["induction"]))
+        # a little room under 0 on both axes: the heads at 0 show whole, and the two axes' 0 labels part
+        right, up = max(0.3, 1.15 * top["previous_token"]), max(0.15, 1.15 * top["induction"])
+        ax.set_xlim(-0.04 * right, right)
+        ax.set_ylim(-0.04 * up, up)
         ax.set_title(f"each head, {text}", fontsize=11)
         ax.tick_params(labelsize=10)
     axes[0].legend(fontsize=10, loc="upper right", title="scores run to 1", title_fontsize=10)
@@ -121,10 +123,12 @@ def heads_figure(heads: dict, seed: Optional[int] = 0):
     for k, (name, c, hatch) in enumerate((("untrained", UNTRAINED, ""), ("trained", TRAINED, ""))):
         y = [heads[t][name][f"loss_{which}"] for t in texts for which in ("first", "second")]
         bx.bar(x + (k - 0.5) * 0.38, y, 0.38, color=c, label=name, hatch=hatch)
-    bx.set_xticks(x, [f"{w}\n{t.split()[-1]}" for t in texts for w in ("1st copy", "2nd copy")], fontsize=9)
+    bx.set_xticks(x, [f"{t.split()[-1]}\n{w}" for t in texts for w in ("1st", "2nd")], fontsize=9)
+    bx.set_xlabel("copy", fontsize=10)
     bx.set_ylabel("loss (nats/token)", fontsize=10)
     bx.set_title("loss on each copy", fontsize=11)
-    bx.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
+    bx.set_ylim(0, 1.3 * max(bx.get_ylim()[1], 1))  # room above the bars for the legend
+    bx.legend(fontsize=10, loc="upper right", frameon=False)
     provenance(fig, "cpu", seed, "trained ANDREA")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig

@@ -67,7 +67,8 @@ def scores_figure(steps: dict, labels: Sequence[str], title: str = "", seed: Opt
     softmax makes of them. Rows are the token that looks (the query), columns the token looked at."""
     T = len(labels)
     masked = np.where(steps["mask"], np.nan, steps["scores"])
-    fig, axes = plt.subplots(1, 2, figsize=(10.4, 6.2))
+    # one set of row labels (the same tokens), left: the first colorbar's numbers would run into a second
+    fig, axes = plt.subplots(1, 2, figsize=(10.4, 6.2), sharey=True)
     cmap = _masked_cmap("viridis")  # the scores' own range: only differences within a row matter
     im0 = axes[0].imshow(
         masked, cmap=cmap, vmin=float(np.nanmin(masked)), vmax=float(np.nanmax(masked)), interpolation="nearest"

@@ -217,6 +217,55 @@ def legends_on_data(fig) -> list[str]:
     return bad
 
 
+def _extent(artist, renderer):
+    """An artist's box as drawn: a text that wraps (a phone's long lines) measured wrapped, as its draw
+    lays it out (its own get_window_extent measures it on one line)."""
+    import matplotlib.text
+
+    if isinstance(artist, matplotlib.text.Text) and artist.get_wrap():
+        text = artist.get_text()
+        artist.set_text(getattr(artist, "_get_wrapped_text")())  # matplotlib's own wrapping, as drawn
+        try:
+            return artist.get_window_extent(renderer)
+        finally:
+            artist.set_text(text)
+    return artist.get_window_extent(renderer)
+
+
+def texts_collide(fig) -> list[str]:
+    """Texts drawn over each other: any two of the figure's own lines (its provenance), the panels'
+    titles, axis labels, tick labels and text labels, and the legends' boxes, whose boxes overlap by
+    more than a pixel each way (a label on a bar's top run into a line's note; a phone's taller tick
+    labels run into the provenance line)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    named: list = []
+    for t in fig.texts:
+        named.append((f"figure text {t.get_text()[:30]!r}", t))
+    for k, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        parts = [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        parts += _drawn_tick_labels(ax.xaxis) + _drawn_tick_labels(ax.yaxis)
+        named += [(f"axis {k} {t.get_text()[:30]!r}", t) for t in parts]
+        if ax.get_legend() is not None:
+            named.append((f"axis {k} legend", ax.get_legend()))
+    named += [(f"figure legend {j}", lg) for j, lg in enumerate(fig.legends)]
+    boxes = []
+    for name, a in named:
+        if not a.get_visible() or (hasattr(a, "get_text") and not a.get_text().strip()):
+            continue
+        box = _extent(a, renderer)
+        if box.width > 0 and box.height > 0:
+            boxes.append((name, box))
+    bad = []
+    for i, (na, a) in enumerate(boxes):
+        for nb, b in boxes[i + 1 :]:
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+                bad.append(f"{na} and {nb} overlap")
+    return bad
+
+
 def book_png(fig, dpi: float = 100) -> bytes:
     """The figure as the book shows it (a tight PNG), with its legibility audit in the PNG's text
     chunks: ``andrea:min-font-px`` (smallest font, in the PNG's pixels), ``andrea:same-look``
@@ -229,6 +278,9 @@ def book_png(fig, dpi: float = 100) -> bytes:
     legible(fig, dpi)
     legends_off_data(fig)
     min_px = legible(fig, dpi)  # a legend moved outside widens the figure: its fonts are checked again
+    untangle_ticks(fig)
+    _clear_the_foot(fig)
+    _clear_the_head(fig)
     colours = {
         ln.get_label(): matplotlib.colors.to_hex(ln.get_color())
         for ax in fig.axes
@@ -239,6 +291,7 @@ def book_png(fig, dpi: float = 100) -> bytes:
         "andrea:min-font-px": f"{min_px:.2f}",
         "andrea:same-look": json.dumps(same_look(fig)),
         "andrea:legend-on-data": json.dumps(legends_on_data(fig)),
+        "andrea:text-collisions": json.dumps(texts_collide(fig), ensure_ascii=True),
         "andrea:colours": json.dumps(colours, ensure_ascii=True),
     }
     buf = io.BytesIO()
@@ -334,7 +387,7 @@ def _one_column(lg):
     texts = lg.get_texts()
     labels = [t.get_text() for t in texts]
     artists, named = lg.axes.get_legend_handles_labels()  # the artists themselves draw best
-    lg.axes.legend(
+    copy = lg.axes.legend(
         artists if named == labels else lg.legend_handles,
         labels,
         loc="best",
@@ -342,7 +395,158 @@ def _one_column(lg):
         frameon=lg.get_frame_on(),
         fontsize=texts[0].get_fontsize() if texts else None,
     )
+    # inside its panel it takes no room of the layout's (one wider than the panel would squeeze it)
+    copy.set_in_layout(False)
     return lg
+
+
+def _lay_out_above_foot(fig) -> float:
+    """Lay the panels out (tight_layout) above the lines at the figure's foot (its provenance, a figure
+    legend below the panels); returns the foot's top, as a fraction of the figure's height (0 under a
+    constrained layout, which lays out by itself)."""
+    import warnings
+
+    if type(fig.get_layout_engine()).__name__ == "ConstrainedLayoutEngine":
+        return 0.0
+    fig.canvas.draw()
+    low = [lg for lg in fig.legends if lg.get_visible()]
+    low += [t for t in fig.texts if t.get_visible() and t.get_position()[1] < 0.15]
+    below = max((a.get_window_extent().y1 / fig.bbox.height for a in low), default=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a layout tight_layout cannot fit is drawn as it comes
+        fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+    return below
+
+
+def _drawn_tick_labels(axis) -> list:
+    """The tick labels ``axis`` draws: those of ticks inside the view (matplotlib keeps others it does
+    not draw), with some text."""
+    return [
+        lab
+        for tick in axis._update_ticks()
+        for lab in (tick.label1, tick.label2)
+        if lab.get_visible() and lab.get_text().strip()
+    ]
+
+
+def _overlap(a, b, px: float = 1.0) -> bool:
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > px and min(a.y1, b.y1) - max(a.y0, b.y0) > px
+
+
+def _ticks_collide(axis, renderer) -> bool:
+    boxes = [lab.get_window_extent(renderer) for lab in _drawn_tick_labels(axis)]
+    return any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+def untangle_ticks(fig) -> list:
+    """Tick labels of one axis that run into each other (a log axis's 3 and 4 x 10^-5 in a short panel, a
+    heatmap's tokens on a phone): the minor ticks' labels are dropped first, then every second (third, ...)
+    major label, until none collide; a few named categories (at most 8 bars' names) are left for the figure
+    to make room for (``texts_collide`` reports them). Returns what it changed, for ``_restore_ticks``."""
+    from matplotlib.ticker import FixedFormatter, NullFormatter
+
+    changed: list = []
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in [a for a in fig.axes if a.get_visible()]:
+        for axis in (ax.xaxis, ax.yaxis):
+            if not _ticks_collide(axis, renderer):
+                continue
+            changed.append((axis, axis.get_major_locator(), axis.get_major_formatter(), axis.get_minor_formatter()))
+            minor = {id(t) for t in axis.get_minorticklabels()}
+            if any(id(lab) in minor for lab in _drawn_tick_labels(axis)):
+                axis.set_minor_formatter(NullFormatter())
+                fig.canvas.draw()
+                if not _ticks_collide(axis, renderer):
+                    continue
+            lo, hi = sorted(axis.get_view_interval())
+            kept = [(loc, lab.get_text()) for loc, lab in zip(axis.get_majorticklocs(), axis.get_majorticklabels())]
+            kept = [(loc, text) for loc, text in kept if lo <= loc <= hi]
+            if isinstance(axis.get_major_formatter(), FixedFormatter) and len(kept) <= 8:
+                continue  # a few named categories (bars) are each needed: the figure must make room for them
+            for k in range(2, len(kept) + 1):
+                axis.set_ticks(
+                    [loc for loc, _ in kept], [text if i % k == 0 else "" for i, (_, text) in enumerate(kept)]
+                )
+                fig.canvas.draw()
+                if not _ticks_collide(axis, renderer):
+                    break
+    return changed
+
+
+def _restore_ticks(changed: list) -> None:
+    for axis, locator, formatter, minor in reversed(changed):
+        axis.set_major_locator(locator)
+        axis.set_major_formatter(formatter)
+        axis.set_minor_formatter(minor)
+
+
+def _clear_the_foot(fig) -> None:
+    """Where the panels' lowest text (tick labels, an x label) or a figure legend under the panels still
+    runs into the lines at the figure's foot (its provenance; a layout tight_layout could not fit, such as
+    long tick labels in a phone's narrow column), the figure grows at the bottom by the overlap: the panels
+    and that legend keep their place above it, and a legend already placed under the foot stays there."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    foot = [t for t in fig.texts if t.get_visible() and t.get_text().strip() and t.get_position()[1] < 0.15]
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    if not foot or not axes:
+        return
+    top = max(t.get_window_extent(renderer).y1 for t in foot)
+    bottom = min(t.get_window_extent(renderer).y0 for t in foot)
+    legends = [lg for lg in fig.legends if lg.get_visible()]
+    legends += [lg for ax in axes if (lg := ax.get_legend()) is not None and lg.get_visible()]
+    # a legend anchored in the figure (not in its panel) is moved by hand; those under the foot stay
+    placed = [lg for lg in legends if any(lg is f for f in fig.legends) or _under(lg, fig)]
+    above = [lg for lg in placed if lg.get_window_extent(renderer).y0 > bottom]
+    lowest = min(
+        [ax.get_tightbbox(renderer, bbox_extra_artists=[]).y0 for ax in axes]
+        + [lg.get_window_extent(renderer).y0 for lg in above]
+    )
+    need = top + 4 - lowest  # pixels
+    if need <= 0:
+        return
+    w, h = fig.get_size_inches()
+    old_px, new_px, width_px = h * fig.dpi, h * fig.dpi + need, w * fig.dpi
+    boxes = [(ax, ax.get_position()) for ax in axes]
+    anchors = [(lg, lg.get_bbox_to_anchor(), lg in above) for lg in placed]  # in pixels
+    fig.set_size_inches(w, new_px / fig.dpi)
+    for ax, p in boxes:
+        ax.set_position([p.x0, (p.y0 * old_px + need) / new_px, p.width, p.height * old_px / new_px])
+    for lg, a, up in anchors:
+        y0 = a.y0 + (need if up else 0)
+        lg.set_bbox_to_anchor((a.x0 / width_px, y0 / new_px, a.width / width_px, a.height / new_px), fig.transFigure)
+    fig.canvas.draw()
+
+
+def _clear_the_head(fig) -> None:
+    """Where a line at the figure's head (a title over all panels, wrapped on a phone) runs into the
+    panels' highest text (their titles), the figure grows at the top by the overlap: the panels keep
+    their place under it."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    head = [t for t in fig.texts if t.get_visible() and t.get_text().strip() and t.get_position()[1] > 0.85]
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    if not head or not axes:
+        return
+    low = min(_extent(t, renderer).y0 for t in head)
+    highest = max(ax.get_tightbbox(renderer, bbox_extra_artists=[]).y1 for ax in axes)
+    need = highest + 4 - low  # pixels
+    if need <= 0:
+        return
+    w, h = fig.get_size_inches()
+    old_px, new_px = h * fig.dpi, h * fig.dpi + need
+    boxes = [(ax, ax.get_position()) for ax in axes]
+    fig.set_size_inches(w, new_px / fig.dpi)
+    for ax, p in boxes:
+        ax.set_position([p.x0, p.y0 * old_px / new_px, p.width, p.height * old_px / new_px])
+    fig.canvas.draw()
+
+
+def _under(legend, fig) -> bool:
+    """An axis's legend anchored in the figure's coordinates (legends_off_data sent it below the figure)."""
+    anchor = legend._bbox_to_anchor
+    return anchor is not None and getattr(anchor, "_transform", None) is fig.transFigure
 
 
 def phone_png(fig, dpi: float = 100) -> bytes:
@@ -354,6 +558,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
     import warnings
 
     from matplotlib.gridspec import GridSpec
+    from matplotlib.transforms import blended_transform_factory
 
     size = fig.get_size_inches().copy()
     places = [(ax, ax.get_subplotspec(), ax.get_position(original=True), ax.get_visible()) for ax in fig.axes]
@@ -376,6 +581,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
     wrapped: list = []  # (axes, its x tick formatter) whose long tick labels were wrapped instead
     swapped: list = []  # axes legends drawn in one column on the phone (the desktop's, kept to restore)
     moved: dict = {}  # grids made inside a cell (a panel and its colorbar), moved with their cell
+    thinned: list = []  # tick labels dropped where they ran into each other (untangle_ticks)
     width = PHONE_PX / dpi
     try:
         if panels is not None:
@@ -421,19 +627,12 @@ def phone_png(fig, dpi: float = 100) -> bytes:
                 )
             )
         legible(fig, dpi, at_most=PHONE_PX)
-        below = 0.0
-        if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":  # that one lays out by itself
-            fig.canvas.draw()
-            low = [lg for lg in fig.legends if lg.get_visible()]  # and the lines at the figure's foot
-            low += [t for t in fig.texts if t.get_visible() and t.get_position()[1] < 0.15]
-            below = max((a.get_window_extent().y1 / fig.bbox.height for a in low), default=0.0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a layout tight_layout cannot fit is drawn as it comes
-                fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+        below = _lay_out_above_foot(fig)
         for _ in range(3):  # raised fonts widen the figure, which shrinks it on the phone: until it settles
             min_px = legible(fig, dpi, at_most=PHONE_PX)
             if min_px * min(1.0, PHONE_PX / _natural_width_px(fig, dpi)) >= MIN_FONT_PX:
                 break
+        below = _lay_out_above_foot(fig)  # the raised fonts (axis labels, the foot's lines) laid out again
         # in the stacked panels, as on the desktop; one with no free corner goes under its own panel
         # (below), the last panel's too
         legends_off_data(fig, send_below=False)
@@ -468,6 +667,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
                 warnings.simplefilter("ignore")
                 fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
             fig.canvas.draw()
+        thinned = untangle_ticks(fig)
         covering = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
         covering = [lg for lg in covering if _covers(lg, lg.axes, fig.canvas.get_renderer())]
         if covering:  # no free corner: under its own panel, and the figure grows by its height
@@ -490,7 +690,12 @@ def phone_png(fig, dpi: float = 100) -> bytes:
                     under = (ax.get_tightbbox(renderer).y0 - 3 - ax.bbox.y0) / ax.bbox.height
                     lg.set_visible(True)
                     lg.set_loc("upper center")
-                    lg.set_bbox_to_anchor((0.5, under), transform=ax.transAxes)
+                    lg.set_in_layout(True)  # under its panel: the layout makes room for it
+                    # centred in the column, not under the panel (a legend wider than its panel, centred
+                    # on it, would run off the figure's edge and tight_layout would squeeze the panel)
+                    lg.set_bbox_to_anchor(
+                        (0.5, under), transform=blended_transform_factory(fig.transFigure, ax.transAxes)
+                    )
                 if settle == 2 or type(fig.get_layout_engine()).__name__ == "ConstrainedLayoutEngine":
                     break
                 with warnings.catch_warnings():
@@ -498,15 +703,19 @@ def phone_png(fig, dpi: float = 100) -> bytes:
                     fig.tight_layout(rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
                 fig.canvas.draw()
                 renderer = fig.canvas.get_renderer()
+        _clear_the_foot(fig)
+        _clear_the_head(fig)
         meta = {
             "andrea:min-font-px": f"{min_px:.2f}",
             "andrea:same-look": json.dumps(same_look(fig)),
             "andrea:legend-on-data": json.dumps(legends_on_data(fig)),
+            "andrea:text-collisions": json.dumps(texts_collide(fig), ensure_ascii=True),
         }
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
         return buf.getvalue()
     finally:
+        _restore_ticks(thinned)
         fig.set_size_inches(size)
         for ax, label in unshared:
             ax.yaxis.set_tick_params(which="both", labelleft=False)

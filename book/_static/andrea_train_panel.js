@@ -129,6 +129,7 @@
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var runs = Object.keys(lambdas).filter(function (k) { return lambdas[k]; });
+    svg.style.display = runs.length ? "" : "none";  // no run with LayerScale: no empty chart's room
     if (!runs.length) return;
     var all = [].concat.apply([], runs.map(function (k) { return lambdas[k]; })).filter(function (v) { return v > 0; });
     var lo = Math.log10(Math.min.apply(null, all)) - 0.2, hi = Math.log10(Math.max.apply(null, all)) + 0.2;
