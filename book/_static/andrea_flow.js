@@ -5,10 +5,10 @@
  * output head, biases, LayerNorm eps 1e-5), and the same measurement as andrea.measure.probe.gradient_flow:
  * one forward and backward pass on a fixed batch, the RMS of the residual stream and of the loss's
  * gradient with respect to it at every block boundary (0 = the embeddings' output, i = block i's
- * output). That gradient is written out by hand (probe: each layer's backward pass, as plain products,
- * with no autodiff tape: a third of the kernels autodiff would run), and checked against torch's at
- * every boundary (tests/test_page_model.py). Training (network, for andrea_train.js) is differentiated
- * by TensorFlow.js's automatic differentiation (tf.grads), with respect to the weights.
+ * output). That gradient is written out by hand (passes: each layer's backward pass, as plain
+ * products, with no autodiff tape: a third of the kernels autodiff would run), and checked against
+ * torch's at every boundary (tests/test_page_model.py); with every weight's gradient, the same passes
+ * train the model in the page (andrea_train.js, checked against torch's steps).
  *
  * Weights are named and shaped as the torch model's state_dict (Linear weights are (out, in)), so
  * weights exported by andrea.live load as they are. Without them, initWeights draws GPT-2's
@@ -172,8 +172,8 @@
     return Math.sqrt(sq / a.length);
   }
 
-  /* The pieces of the forward pass that training (network) and the probe (gradientFlow) share, on
-   * TensorFlow.js tensors. Each returns what its backward needs as well as its output. */
+  /* The pieces of the forward pass (passes), on TensorFlow.js tensors. Each returns what its backward
+   * needs as well as its output. */
   function layerNorm(tf, x, g, b) {
     var m = tf.moments(x, -1, true), rstd = tf.rsqrt(tf.add(m.variance, LN_EPS));
     var xhat = tf.mul(tf.sub(x, m.mean), rstd);
@@ -202,82 +202,39 @@
     return tf.mul(tf.sub(tf.linalg.bandPart(tf.ones([T, T]), -1, 0), 1), 1e30);
   }
 
-  /* The model's forward pass for training, on TensorFlow.js tensors, differentiated by TensorFlow.js
-   * with respect to the weights: a batch of B sequences of T tokens (N = B*T rows). W: {state_dict
-   * name: tensor}; s: a checked setting (s.heads: the number of heads, default width / 32). Returns
-   * embed(idx) -> the stream entering block 0, block(x, i), and loss(x, oneHotTargets): the final norm,
-   * the tied head and the mean cross-entropy. Call it inside tf.tidy. */
-  function network(s, W, B, T) {
-    var tf = root.tf, norm = s.norm;
-    var C = s.width, H = s.heads || C / HEAD_DIM, D = C / H;
-    var mask = causalMask(tf, T);
-
-    // a @ b whose gradients are plain products too (dA = dY B^T, dB = A^T dY, with the transposes
-    // made explicitly): on WebAssembly TensorFlow.js's matMul is several times slower with a
-    // transposed operand, and autodiff's own matMul gradient uses two
-    var mm = tf.customGrad(function (a, b, save) {
-      save([a, b]);
-      return {value: tf.matMul(a, b), gradFunc: function (dy, saved) {
-        var perm = dy.rank === 3 ? [0, 2, 1] : [1, 0];
-        return [tf.matMul(dy, tf.transpose(saved[1], perm)), tf.matMul(tf.transpose(saved[0], perm), dy)];
-      }};
-    });
-    function linear(x, name) {  // y = x W^T + b, with torch's W (out, in)
-      return tf.add(mm(x, tf.transpose(W[name + ".weight"])), W[name + ".bias"]);
-    }
-    function ln(x, name) { return layerNorm(tf, x, W[name + ".weight"], W[name + ".bias"]).y; }
-    function attention(x, p) {
-      var qkv = tf.split(linear(x, p + "attn.qkv"), 3, 1);
-      var q = splitHeads(tf, qkv[0], B, T, H, D), k = splitHeads(tf, qkv[1], B, T, H, D);
-      var scores = tf.add(tf.mul(mm(q, tf.transpose(k, [0, 2, 1])), 1 / Math.sqrt(D)), mask);
-      var y = mm(tf.softmax(scores), splitHeads(tf, qkv[2], B, T, H, D));  // (B*H, T, D)
-      return linear(mergeHeads(tf, y, B, T, H, D), p + "attn.proj");
-    }
-    function mlp(x, p) { return linear(gelu(tf, linear(x, p + "mlp.fc")).y, p + "mlp.proj"); }
-    function sublayer(x, p, i, f) {
-      var ln_ = p + "ln_" + i, ls = W[p + "ls_" + i + ".scale"];
-      var scale = function (d) { return ls ? tf.mul(d, ls) : d; };
-      if (norm === "post") { var d = scale(f(x, p)); return ln(s.residual ? tf.add(x, d) : d, ln_); }
-      var delta = scale(f(norm === "pre" ? ln(x, ln_) : x, p));
-      return s.residual ? tf.add(x, delta) : delta;
-    }
-    return {
-      embed: function (idx) {
-        var pos = W["position_embedding.weight"];
-        if (pos.shape[0] !== T) pos = tf.slice(pos, [0, 0], [T, C]);  // the first T positions
-        var E = W["token_embedding.weight"];
-        // gather's gradient has no WebAssembly kernel, a one-hot product's has
-        var tok = tf.matMul(tf.cast(tf.oneHot(idx, E.shape[0]), "float32"), E);
-        return tf.add(tok, tf.tile(pos, [B, 1]));
-      },
-      block: function (x, i) {
-        var p = "blocks." + i + ".";
-        return sublayer(sublayer(x, p, 1, attention), p, 2, mlp);
-      },
-      loss: function (x, oneHot) {
-        if (norm === "pre") x = ln(x, "final_norm");
-        var logp = tf.logSoftmax(mm(x, tf.transpose(W["token_embedding.weight"])));  // the tied head: x E^T
-        return tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), B * T);
-      },
-    };
-  }
-
-  /* The probe: the forward pass and the gradient of the loss with respect to the residual stream at
-   * every block boundary, for weights that are constants. The backward pass is written out by hand (no
-   * autodiff tape): a third of the kernels TensorFlow.js's autodiff runs for it, and every product a
-   * plain one (dY W for a linear layer). Returns {acts, grads, loss} as tensors; call it inside tf.tidy.
-   * WT: the weights' transposes made so far (filled as needed); norm: the placement to wire (the
-   * setting's, or the tests' negative control). */
-  function probe(s, W, WT, norm, idx, oneHot) {
-    var tf = root.tf, B = BATCH, T = SEQ, N = B * T, C = s.width, H = C / HEAD_DIM, D = HEAD_DIM;
+  /* The forward pass and the backward pass, written out by hand (no autodiff tape: a third of the
+   * kernels TensorFlow.js's autodiff runs, and every product a plain one, such as dY W for a linear
+   * layer). Returns {acts, grads, loss, weightGrads} as tensors: the residual stream and the loss's
+   * gradient with respect to it at every block boundary (the probe), and with opts.weightGrads the
+   * gradient with respect to every weight, by state_dict name (training); call it inside tf.tidy.
+   * W: the weights (tensors); WT: their transposes made so far (filled as needed); norm: the placement to
+   * wire (the setting's, or the tests' negative control); idx, oneHot: the batch's token ids and its
+   * one-hot targets; opts.batch, opts.seq: its B sequences of T tokens (the explorer's by default).
+   * s.heads: the number of heads (width / 32 by default). */
+  function passes(s, W, WT, norm, idx, oneHot, opts) {
+    opts = opts || {};
+    var tf = root.tf, B = opts.batch || BATCH, T = opts.seq || SEQ, N = B * T, C = s.width;
+    var H = s.heads || C / HEAD_DIM, D = C / H;
     var mask = causalMask(tf, T), scaleQK = 1 / Math.sqrt(D);
+    var dW = opts.weightGrads ? {} : null;  // the loss's gradient with respect to each weight, by name
+    function acc(name, g) { dW[name] = dW[name] ? tf.add(dW[name], g) : g; }
     function wt(name) { return WT[name] || (WT[name] = tf.transpose(W[name])); }
     function linear(x, name) {  // y = x W^T + b
       return tf.add(tf.matMul(x, wt(name + ".weight")), W[name + ".bias"]);
     }
-    function linearBack(dy, name) { return tf.matMul(dy, W[name + ".weight"]); }
-    function lnBack(c, g, dy) {  // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy g
-      var dxhat = tf.mul(dy, g);
+    function linearBack(dy, name, x) {  // dx = dy W; the weights': dW = dy^T x, db = the sum of dy's rows
+      if (dW) {
+        acc(name + ".weight", tf.matMul(tf.transpose(dy), x));
+        acc(name + ".bias", tf.sum(dy, 0));
+      }
+      return tf.matMul(dy, W[name + ".weight"]);
+    }
+    function lnBack(c, name, dy) {  // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy g
+      if (dW) {
+        acc(name + ".weight", tf.sum(tf.mul(dy, c.xhat), 0));
+        acc(name + ".bias", tf.sum(dy, 0));
+      }
+      var dxhat = tf.mul(dy, W[name + ".weight"]);
       var a = tf.mean(dxhat, -1, true), b = tf.mean(tf.mul(dxhat, c.xhat), -1, true);
       return tf.mul(tf.sub(tf.sub(dxhat, a), tf.mul(c.xhat, b)), c.rstd);
     }
@@ -289,48 +246,54 @@
         var q = splitHeads(tf, qkv[0], B, T, H, D), k = splitHeads(tf, qkv[1], B, T, H, D);
         var v = splitHeads(tf, qkv[2], B, T, H, D);
         var P = tf.softmax(tf.add(tf.mul(tf.matMul(q, k, false, true), scaleQK), mask));
-        var y = tf.matMul(P, tf.transpose(v, [0, 2, 1]), false, true);  // P v
-        return {y: linear(mergeHeads(tf, y, B, T, H, D), p + "attn.proj"), q: q, k: k, v: v, P: P};
+        var mixed = mergeHeads(tf, tf.matMul(P, tf.transpose(v, [0, 2, 1]), false, true), B, T, H, D);  // P v
+        return {y: linear(mixed, p + "attn.proj"), x: x, mixed: mixed, q: q, k: k, v: v, P: P};
       },
       backward: function (c, dy, p) {
-        var dyh = splitHeads(tf, linearBack(dy, p + "attn.proj"), B, T, H, D);
+        var dyh = splitHeads(tf, linearBack(dy, p + "attn.proj", c.mixed), B, T, H, D);
         var dv = tf.matMul(c.P, dyh, true, false), dP = tf.matMul(dyh, c.v, false, true);
         var dS = tf.mul(tf.mul(c.P, tf.sub(dP, tf.sum(tf.mul(dP, c.P), -1, true))), scaleQK);  // softmax's
         var dq = tf.matMul(dS, tf.transpose(c.k, [0, 2, 1]), false, true), dk = tf.matMul(dS, c.q, true, false);
         var dqkv = tf.concat([dq, dk, dv].map(function (t) { return mergeHeads(tf, t, B, T, H, D); }), 1);
-        return linearBack(dqkv, p + "attn.qkv");
+        return linearBack(dqkv, p + "attn.qkv", c.x);
       },
     };
     var MLP = {
       forward: function (x, p) {
         var g = gelu(tf, linear(x, p + "mlp.fc"));
-        return {y: linear(g.y, p + "mlp.proj"), gelu: g};
+        return {y: linear(g.y, p + "mlp.proj"), x: x, gelu: g};
       },
       backward: function (c, dy, p) {
-        return linearBack(tf.mul(linearBack(dy, p + "mlp.proj"), geluSlope(tf, c.gelu)), p + "mlp.fc");
+        var dh = tf.mul(linearBack(dy, p + "mlp.proj", c.gelu.y), geluSlope(tf, c.gelu));
+        return linearBack(dh, p + "mlp.fc", c.x);
       },
     };
     function sublayer(x, p, i, f) {  // forward; returns the output and the backward: dy -> dx
-      var ln = p + "ln_" + i, g = W[ln + ".weight"], ls = W[p + "ls_" + i + ".scale"];
-      var scale = function (d) { return ls ? tf.mul(d, ls) : d; };
+      var ln = p + "ln_" + i, lsName = p + "ls_" + i + ".scale", ls = W[lsName];
       var c, n, y;
+      function scaled(d) { return ls ? tf.mul(d, ls) : d; }
+      function scaledBack(dy) {  // LayerScale's: dy lambda, and for lambda the sum of dy times the branch
+        if (ls && dW) acc(lsName, tf.sum(tf.mul(dy, c.y), 0));
+        return scaled(dy);
+      }
       if (norm === "post") {
         c = f.forward(x, p);
-        n = layerNorm(tf, s.residual ? tf.add(x, scale(c.y)) : scale(c.y), g, W[ln + ".bias"]);
+        n = layerNorm(tf, s.residual ? tf.add(x, scaled(c.y)) : scaled(c.y), W[ln + ".weight"], W[ln + ".bias"]);
         return {y: n.y, back: function (dy) {
-          var du = lnBack(n, g, dy), dx = f.backward(c, scale(du), p);
+          var du = lnBack(n, ln, dy), dx = f.backward(c, scaledBack(du), p);
           return s.residual ? tf.add(du, dx) : dx;
         }};
       }
-      if (norm === "pre") n = layerNorm(tf, x, g, W[ln + ".bias"]);
+      if (norm === "pre") n = layerNorm(tf, x, W[ln + ".weight"], W[ln + ".bias"]);
       c = f.forward(n ? n.y : x, p);
-      y = s.residual ? tf.add(x, scale(c.y)) : scale(c.y);
+      y = s.residual ? tf.add(x, scaled(c.y)) : scaled(c.y);
       return {y: y, back: function (dy) {
-        var dz = f.backward(c, scale(dy), p), dx = n ? lnBack(n, g, dz) : dz;
+        var dz = f.backward(c, scaledBack(dy), p), dx = n ? lnBack(n, ln, dz) : dz;
         return s.residual ? tf.add(dy, dx) : dx;
       }};
     }
     var pos = W["position_embedding.weight"], E = W["token_embedding.weight"];
+    if (pos.shape[0] !== T) pos = tf.slice(pos, [0, 0], [T, C]);  // the first T positions
     var x = tf.add(tf.gather(E, idx), tf.tile(pos, [B, 1])), acts = [x], backs = [];
     for (var i = 0; i < s.depth; i++) {
       var a = sublayer(x, "blocks." + i + ".", 1, ATTN), m = sublayer(a.y, "blocks." + i + ".", 2, MLP);
@@ -339,16 +302,25 @@
       acts.push(x);
     }
     var fn = norm === "pre" ? layerNorm(tf, x, W["final_norm.weight"], W["final_norm.bias"]) : null;
-    var logp = tf.logSoftmax(tf.matMul(fn ? fn.y : x, wt("token_embedding.weight")));  // the tied head: x E^T
+    var xf = fn ? fn.y : x;
+    var logp = tf.logSoftmax(tf.matMul(xf, wt("token_embedding.weight")));  // the tied head: x E^T
     var loss = tf.div(tf.neg(tf.sum(tf.mul(logp, oneHot))), N);
-    var dx = tf.matMul(tf.div(tf.sub(tf.exp(logp), oneHot), N), E);  // cross-entropy's: (softmax - target) / N
-    if (fn) dx = lnBack(fn, W["final_norm.weight"], dx);
+    var dlogits = tf.div(tf.sub(tf.exp(logp), oneHot), N);  // cross-entropy's: (softmax - target) / N
+    if (dW) acc("token_embedding.weight", tf.matMul(tf.transpose(dlogits), xf));  // the head's share
+    var dx = tf.matMul(dlogits, E);
+    if (fn) dx = lnBack(fn, "final_norm", dx);
     var grads = [dx];
     for (var j = backs.length - 1; j >= 0; j--) {
       dx = backs[j](dx);
       if (j % 2 === 0) grads.unshift(dx);  // at the boundary entering block j / 2
     }
-    return {acts: acts, grads: grads, loss: loss};
+    if (dW) {  // the embeddings': each token's row gets its positions' gradients, each position its B rows'
+      var V = E.shape[0], L = W["position_embedding.weight"].shape[0];
+      acc("token_embedding.weight", tf.matMul(tf.transpose(tf.cast(tf.oneHot(idx, V), "float32")), dx));
+      var dpos = tf.sum(tf.reshape(dx, [B, T, C]), 0);
+      acc("position_embedding.weight", L === T ? dpos : tf.pad(dpos, [[0, L - T], [0, 0]]));
+    }
+    return {acts: acts, grads: grads, loss: loss, weightGrads: dW};
   }
 
   /* One forward and backward pass. weights: {name: Float32Array}; batch: {idx, targets} (B*T ids).
@@ -373,7 +345,7 @@
       // the negative control wires post-norm where the weights have no final norm, or none where they have
       if (norm === "pre" && !W["final_norm.weight"]) fail("pre-norm wiring needs final_norm weights");
       var idx = tf.tensor1d(batch.idx, "int32"), oneHot = tf.oneHot(tf.tensor1d(batch.targets, "int32"), VOCAB);
-      return summary(s, probe(s, W, {}, norm, idx, oneHot));
+      return summary(s, passes(s, W, {}, norm, idx, oneHot));
     });
   }
 
@@ -450,7 +422,7 @@
       shapes(s).forEach(function (e) {
         W[e[0]] = /\.scale$/.test(e[0]) ? tf.fill(e[1], s.layerscale) : h.W[e[0]];
       });
-      return summary(s, probe(s, W, h.WT, s.norm, h.idx, h.oneHot));
+      return summary(s, passes(s, W, h.WT, s.norm, h.idx, h.oneHot));
     });
   }
 
@@ -485,7 +457,7 @@
   root.AndreaFlow = {
     VOCAB: VOCAB, SEQ: SEQ, BATCH: BATCH, HEAD_DIM: HEAD_DIM,
     checkSetting: checkSetting, shapes: shapes, initWeights: initWeights, randomBatch: randomBatch,
-    gradientFlow: gradientFlow, measure: measure, formatG: formatG, network: network,
+    gradientFlow: gradientFlow, measure: measure, formatG: formatG, passes: passes,
     rng: rng, normals: normals,  // the seeded generator, also used by andrea_attention.js's untrained model
     shown: shown,  // a bad value as the reader typed it, for every checker's error message
     startBackend: startBackend,  // the Web Workers' TensorFlow.js backend

@@ -2,8 +2,8 @@
  *
  * One optimizer step: the learning rate of the step (a linear warmup, then a cosine decay to
  * lr * minLrRatio: andrea.training.train.lr_at), the mean next-token cross-entropy of a batch, its
- * gradient with respect to every weight (TensorFlow.js's automatic differentiation of
- * AndreaFlow.network), the gradient clipped to a global norm (torch.nn.utils.clip_grad_norm_), and
+ * gradient with respect to every weight (AndreaFlow.passes: the backward pass written out by hand,
+ * checked against torch's steps in tests/test_page_training.py), the gradient clipped to a global norm (torch.nn.utils.clip_grad_norm_), and
  * AdamW as torch computes it (andrea.training.optimizer: decoupled weight decay on the matrices only,
  * the 2-D weights, never on biases, LayerNorm gains or LayerScale's lambda; bias-corrected moments;
  * eps 1e-8).
@@ -131,23 +131,20 @@
       var out = tf.tidy(function () {
         var idx = tf.tensor1d(Int32Array.from(batch.idx), "int32");
         var oneHot = tf.oneHot(tf.tensor1d(Int32Array.from(batch.targets), "int32"), m.vocab);
-        var list = names.map(function (k) { return P[k]; });
-        var vg = tf.valueAndGrads(function () {
-          var W = {};
-          for (var i = 0; i < names.length; i++) W[names[i]] = arguments[i];
-          var net = Flow.network(m, W, B, T);
-          var x = net.embed(idx);
-          for (var b = 0; b < m.depth; b++) x = net.block(x, b);
-          return net.loss(x, oneHot);
-        })(list);
-        var loss = vg.value.dataSync()[0];
-        var sq = tf.addN(vg.grads.map(function (g) { return tf.sum(tf.square(g)); }));
+        // the forward and backward passes written out by hand (AndreaFlow.passes), with every weight's gradient
+        var r = Flow.passes(m, P, {}, m.norm, idx, oneHot, {batch: B, seq: T, weightGrads: true});
+        var grads = names.map(function (k) {
+          if (!r.weightGrads[k]) fail("no gradient for " + k);
+          return r.weightGrads[k];
+        });
+        var loss = r.loss.dataSync()[0];
+        var sq = tf.addN(grads.map(function (g) { return tf.sum(tf.square(g)); }));
         var norm = Math.sqrt(sq.dataSync()[0]);
         if (!(isFinite(loss) && isFinite(norm))) return {loss: loss, norm: norm, finite: false};
         var coef = t.gradClip === null ? 1 : Math.min(1, t.gradClip / (norm + CLIP_EPS));
         var k = self.done + 1, bc1 = 1 - Math.pow(t.beta1, k), bc2 = Math.sqrt(1 - Math.pow(t.beta2, k));
         names.forEach(function (name, i) {
-          var g = coef === 1 ? vg.grads[i] : tf.mul(vg.grads[i], coef);
+          var g = coef === 1 ? grads[i] : tf.mul(grads[i], coef);
           var m1 = tf.add(tf.mul(M[name], t.beta1), tf.mul(g, 1 - t.beta1));
           var v1 = tf.add(tf.mul(V[name], t.beta2), tf.mul(tf.square(g), 1 - t.beta2));
           var p = decays[name] ? tf.mul(P[name], 1 - lr * t.weightDecay) : P[name];
