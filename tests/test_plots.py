@@ -238,3 +238,26 @@ def test_texts_drawn_over_each_other_are_found_and_the_phone_lays_out_above_its_
     fig2.tight_layout(rect=(0, 0.03, 1, 1))
     assert json.loads(png_audit(phone_png(fig2))["andrea:text-collisions"]) == []
     plt.close("all")
+
+
+def test_crowded_log_tick_labels_are_thinned_not_all_dropped():
+    """A short log panel whose minor labels (2, 3, 4, 6 x 10^k) run into each other keeps some of them
+    (legibility.untangle_ticks: 2, 3 and 5 x 10^k, then fewer), so that the axis still reads, and none
+    collide afterwards."""
+    import matplotlib.pyplot as plt
+
+    from andrea.views.legibility import _drawn_tick_labels, _ticks_collide, untangle_ticks
+
+    fig, ax = plt.subplots(figsize=(3.2, 2.2))
+    ax.semilogy(
+        range(13), [5e-4, 2e-5, 2.1e-5, 2.6e-5, 2.9e-5, 2.4e-5, 2e-5, 1.8e-5, 1.6e-5, 1.5e-5, 1.4e-5, 1.4e-5, 1.5e-5]
+    )
+    ax.tick_params(labelsize=14)
+    fig.tight_layout()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert _ticks_collide(ax.yaxis, renderer)  # the case is crowded
+    untangle_ticks(fig)
+    assert not _ticks_collide(ax.yaxis, renderer)
+    assert len(_drawn_tick_labels(ax.yaxis)) >= 3, [t.get_text() for t in _drawn_tick_labels(ax.yaxis)]
+    plt.close("all")

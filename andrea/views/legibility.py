@@ -438,6 +438,20 @@ def _ticks_collide(axis, renderer) -> bool:
     return any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
+def _only_mantissas(formatter, digits: set):
+    """``formatter``'s labels for the ticks whose leading digit is in ``digits`` (2 of 2 x 10^-5), no others."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter
+
+    def label(v, pos=None):
+        if v <= 0 or round(v / 10 ** math.floor(math.log10(v) + 1e-9)) not in digits:
+            return ""
+        return formatter(v, pos)
+
+    return FuncFormatter(label)
+
+
 def untangle_ticks(fig) -> list:
     """Tick labels of one axis that run into each other (a log axis's 3 and 4 x 10^-5 in a short panel, a
     heatmap's tokens on a phone): the minor ticks' labels are dropped first, then every second (third, ...)
@@ -455,8 +469,12 @@ def untangle_ticks(fig) -> list:
             changed.append((axis, axis.get_major_locator(), axis.get_major_formatter(), axis.get_minor_formatter()))
             minor = {id(t) for t in axis.get_minorticklabels()}
             if any(id(lab) in minor for lab in _drawn_tick_labels(axis)):
-                axis.set_minor_formatter(NullFormatter())
-                fig.canvas.draw()
+                own = axis.get_minor_formatter()
+                for kept_digits in ({2, 3, 5}, {2, 5}, {3}, set()):  # a log axis's 2, 3 and 5 x 10^k, then fewer
+                    axis.set_minor_formatter(_only_mantissas(own, kept_digits) if kept_digits else NullFormatter())
+                    fig.canvas.draw()
+                    if not _ticks_collide(axis, renderer):
+                        break
                 if not _ticks_collide(axis, renderer):
                     continue
             lo, hi = sorted(axis.get_view_interval())
