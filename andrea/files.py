@@ -135,11 +135,51 @@ def _blank_annotations(tree: ast.AST) -> ast.AST:
     return tree
 
 
+# Fields that Pythons after 3.11 added to nodes; empty, they say nothing about what code computes.
+_LATER_FIELDS = frozenset({"type_params"})
+
+
+def canonical_dump(node: object) -> str:
+    """``ast.dump(node, annotate_fields=False)`` exactly as Python 3.11 writes it, on every Python from
+    3.10 on, so that a result's key does not depend on the reader's Python.
+
+    ``ast.dump`` itself differs between versions for the same source: 3.12 adds ``type_params=[]`` to
+    every function and class, 3.12.1 puts an empty ``Constant('')`` into some f-string format specs,
+    and 3.13 leaves out empty lists. Here an empty later field is skipped, an empty string constant
+    inside an f-string (which adds nothing to the string) is dropped, and empty lists are written.
+    ``tests/test_files.py`` checks that this equals 3.11's ``ast.dump`` on every module of the
+    package, and that the other Pythons installed here give the same hashes."""
+    if isinstance(node, ast.AST):
+        cls = type(node)
+        args = []
+        keywords = False  # as ast.dump: after a skipped optional field, the rest are named
+        for name in node._fields:
+            try:
+                value = getattr(node, name)
+            except AttributeError:
+                keywords = True
+                continue
+            if name in _LATER_FIELDS and not value:
+                continue
+            if value is None and getattr(cls, name, ...) is None:
+                keywords = True
+                continue
+            if isinstance(node, ast.JoinedStr) and name == "values":
+                value = [v for v in value if not (isinstance(v, ast.Constant) and v.value == "")]
+            text = canonical_dump(value)
+            args.append(f"{name}={text}" if keywords else text)
+        return f"{cls.__name__}({', '.join(args)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical_dump(x) for x in node) + "]"
+    return repr(node)
+
+
 def code_hash(source: str) -> str:
     """Hash of Python source by its syntax tree: comments, docstrings, type hints and layout do not
-    count, so reformatting or annotating code invalidates no result."""
+    count, so reformatting or annotating code invalidates no result; nor does the Python version
+    (``canonical_dump``)."""
     tree = _blank_annotations(_strip_docstrings(ast.parse(source)))
-    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical_dump(tree).encode()).hexdigest()[:16]
 
 
 def source_hash(modules: Iterable[str]) -> str:

@@ -153,10 +153,10 @@ def test_one_budget_bounds_the_whole_check(tmp_path, monkeypatch):
     assert given == gpu_check.TIMEOUTS  # the default budget holds every step's own timeout
     given.clear()
     clock[0] = 0.0
-    assert gpu_check.main(["--out", str(tmp_path / "b.log"), "--budget", "200", "--timeout", "tests=45"]) == 1
-    assert given == {"tests": 45, "agreement": 50, "train-120m": 105}
+    assert gpu_check.main(["--out", str(tmp_path / "b.log"), "--budget", "160", "--timeout", "tests=45"]) == 1
+    assert given == {"tests": 45, "agreement": 35, "train-120m": 80}
     text = (tmp_path / "b-table.txt").read_text()
-    assert text.count("not run: the 200 s budget is spent") == 3
+    assert text.count("not run: the 160 s budget is spent") == 3
 
 
 def test_a_timed_out_child_is_killed_with_what_it_started_in_a_session_of_its_own(tmp_path):
