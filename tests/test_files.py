@@ -10,14 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, need
 
 from andrea import files
 from andrea.evidence import store
+from conftest import ROOT, need
 
-SOURCES = sorted(
-    str(p.relative_to(ROOT)) for d in ("andrea", "tools", "tests") for p in (ROOT / d).rglob("*.py")
-)
+SOURCES = sorted(str(p.relative_to(ROOT)) for d in ("andrea", "tools", "tests") for p in (ROOT / d).rglob("*.py"))
 
 # Loads andrea/files.py by its path (no package, no torch) and prints code_hash of each source.
 HASHES = """
