@@ -45,6 +45,8 @@ def test_tied_head_is_the_embedding():
         {},
         dict(norm="post"),
         dict(norm="none"),
+        dict(norm="final"),
+        dict(norm="final", bias=False),
         dict(layerscale=1e-4),
         dict(activation="swiglu"),
         dict(bias=False),
@@ -70,6 +72,31 @@ def test_andrea_120m_count_and_layer_norms():
     assert count_layer_norms(m) == 25
     assert count_layer_norms(Andrea(replace(ANDREA_120M, n_layer=2, norm="post"))) == 4
     assert count_layer_norms(Andrea(replace(ANDREA_120M, n_layer=2, norm="none"))) == 0
+    assert count_layer_norms(Andrea(replace(ANDREA_120M, n_layer=2, norm="final"))) == 1
+
+
+def test_final_is_none_with_the_final_layer_norm():
+    """norm="final" (chapter 2's control) computes LN_final(stack of "none" blocks): with the same
+    weights, its logits are the "none" model's with the last LayerNorm applied before the head."""
+    torch.manual_seed(0)
+    m_final = tiny(norm="final")
+    torch.manual_seed(0)
+    m_none = tiny(norm="none")
+    assert {k for k in m_final.state_dict()} - {k for k in m_none.state_dict()} == {
+        "final_norm.weight",
+        "final_norm.bias",
+    }
+    for k, v in m_none.state_dict().items():
+        assert torch.equal(v, m_final.state_dict()[k]), k  # the same draws: the LayerNorm takes no random numbers
+    idx = torch.randint(0, m_none.config.vocab_size, (2, 8))
+    x = m_none.drop(m_none.token_embedding(idx) + m_none.position_embedding(torch.arange(8)))
+    for blk in m_none.blocks:
+        x = blk(x)
+    expected = (
+        torch.nn.functional.layer_norm(x, (x.shape[-1],), eps=m_none.config.ln_eps) @ m_none.token_embedding.weight.T
+    )
+    assert torch.allclose(m_final(idx), expected, atol=1e-5)
+    assert not torch.allclose(m_none(idx), expected, atol=1e-3)
 
 
 def test_init_is_gpt2():

@@ -33,6 +33,15 @@ imports they used; the old ``python_docs_corpus`` (run from the old commit's sou
 with an empty cache) returns the very string the new one returns; and then steps 2-3 above.
 
     python3.11 tools/rekey.py --same-text --old 3f6bb66 --check
+
+``--added-option`` is the third case: a config option gains a value (``ADDED_OPTION``: ``norm="final"``,
+chapter 2's control), and the code that the new value needs runs only for it. The proof: every module a
+stored key covers is the old one, syntax tree for syntax tree, once the new value is taken out of the
+tuple of allowed values and every ``if <...>.norm == "final": ...`` without an ``else`` is removed; the
+new value is not one the old code accepted (so no stored run used it); then steps 2-3 above, for the
+grids, the trained model, its probes and the explorer's shipped measurements.
+
+    python tools/rekey.py --added-option --old b243f40 --check
 """
 
 from __future__ import annotations
@@ -360,6 +369,119 @@ def _grid_and_trained_keys(old_code: str, names: list[str]) -> list[tuple[Path, 
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# --added-option: a config option gains a value, and only that value reaches the new code
+# ---------------------------------------------------------------------------------------------
+# (option, the tuple of its allowed values, the new value): chapter 2's control, no LayerNorm in the
+# blocks but the stack's final one kept
+ADDED_OPTION = ("norm", "NORMS", "final")
+EXPLORER_MODULES = ("model.config", "model.layers", "model.transformer", "measure.probe", "views.explorer")
+
+
+def _only_for(stmt: ast.stmt, option: str, value: str) -> bool:
+    """``if <anything>.norm == "final": ...`` (or ``if norm == "final"``) with no ``else``: a statement
+    that does nothing unless the option has the new value (reading an attribute and comparing two
+    strings have no side effects)."""
+    if not isinstance(stmt, ast.If) or stmt.orelse:
+        return False
+    t = stmt.test
+    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+        return False
+    left, right = t.left, t.comparators[0]
+    named = (isinstance(left, ast.Attribute) and left.attr == option) or (
+        isinstance(left, ast.Name) and left.id == option
+    )
+    return named and isinstance(right, ast.Constant) and right.value == value
+
+
+class _DropAdded(ast.NodeTransformer):
+    """The code as it would be without the new value: every statement ``_only_for`` it removed, and the
+    value taken out of the tuple of allowed values. ``dropped`` counts what was removed."""
+
+    def __init__(self, option: str, allowed: str, value: str):
+        self.option, self.allowed, self.value, self.dropped = option, allowed, value, 0
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, name, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                kept = [st for st in stmts if not _only_for(st, self.option, self.value)]
+                self.dropped += len(stmts) - len(kept)
+                setattr(node, name, kept)
+        return node
+
+    def visit_Assign(self, node: ast.Assign):
+        self.generic_visit(node)
+        if [getattr(t, "id", None) for t in node.targets] == [self.allowed] and isinstance(node.value, ast.Tuple):
+            elts = [e for e in node.value.elts if not (isinstance(e, ast.Constant) and e.value == self.value)]
+            self.dropped += len(node.value.elts) - len(elts)
+            node.value.elts = elts
+        return node
+
+
+def added_option(rev: str) -> list[str]:
+    """Problems (none: for every value the old code accepted, the new code runs the old statements)."""
+    from andrea.evidence import store
+    from andrea.trained.model import PROBE_CODE
+
+    option, allowed, value = ADDED_OPTION
+    old_config = ast.parse(old_source(rev, "model.config"))
+    old_values = next(
+        ast.literal_eval(st.value)
+        for st in old_config.body
+        if isinstance(st, ast.Assign) and [getattr(t, "id", None) for t in st.targets] == [allowed]
+    )
+    problems = [f"{value!r} is one of the old {allowed} {old_values}: not a new value"] if value in old_values else []
+    for name in sorted(set(store.CODE_MODULES) | set(EXPLORER_MODULES) | set(PROBE_CODE)):
+        problem, dropped = same_but_for_added(old_source(rev, name), new_source(name))
+        if problem:
+            problems.append(f"andrea/{name}: {problem}")
+        elif dropped:
+            print(f"andrea/{name}: {dropped} statement(s) or value(s) reached only by {option}={value!r}")
+    return problems
+
+
+def same_but_for_added(old: str, new: str, added: tuple = ADDED_OPTION) -> tuple[str, int]:
+    """("", n): the new source is the old one plus n things that only the new value reaches; else
+    (where they differ, 0)."""
+    from andrea.files import canonical_dump
+
+    before = canonical_dump(_blank_annotations(_strip_docstrings(ast.parse(old))))
+    drop = _DropAdded(*added)
+    after = canonical_dump(drop.visit(_blank_annotations(_strip_docstrings(ast.parse(new)))))
+    if before == after:
+        return "", drop.dropped
+    i = next((k for k, (x, y) in enumerate(zip(before, after)) if x != y), min(len(before), len(after)))
+    return f"differs beyond the new value's code, at ...{after[max(0, i - 120) : i + 120]}...", 0
+
+
+def planned_added_option(rev: str) -> list[tuple[Path, str, str]]:
+    """(file, stored key, new key) for every result whose key covers the changed modules: the grids, the
+    trained model, the explorer's shipped measurements and the trained model's probes."""
+    from andrea.evidence import store
+    from andrea.evidence.grids import DECLARED, GRIDS
+    from andrea.files import source_hash
+    from andrea.trained import model as trained
+    from andrea.views import explorer
+
+    out = _grid_and_trained_keys(old_source_hash(rev, store.CODE_MODULES), sorted(GRIDS) + sorted(DECLARED))
+    for path, modules, new in (
+        (store.path(explorer.SHIPPED), EXPLORER_MODULES, explorer.shipped_key()),
+        (trained.PROBES, trained.PROBE_CODE, trained.probes_key()),
+    ):
+        code, rest = new.split("-", 1)
+        if code != source_hash(modules):
+            raise SystemExit(f"{path}: its key does not hash {modules}")
+        stored = json.loads(path.read_text())["key"]
+        if stored == new:
+            continue
+        if stored != f"{old_source_hash(rev, modules)}-{rest}":
+            raise SystemExit(f"{path}: stored key {stored} is not what the old code made")
+        out.append((path, stored, new))
+    return out
+
+
 def rewrite(path: Path, old: str, new: str, write: bool) -> None:
     text = path.read_text(encoding="utf-8")
     if text.count(old) != 1:
@@ -377,7 +499,22 @@ def main(argv=None) -> int:
     p.add_argument("--old", required=True, help="the commit whose code made the stored results (before the move)")
     p.add_argument("--check", action="store_true", help="say what would change; write nothing")
     p.add_argument("--same-text", action="store_true", help="the covered code reads the same text from elsewhere")
+    p.add_argument(
+        "--added-option",
+        action="store_true",
+        help=f"a config option gained a value ({ADDED_OPTION[0]}={ADDED_OPTION[2]!r}) that only new code reaches",
+    )
     a = p.parse_args(argv)
+    if a.added_option:
+        problems = added_option(a.old)
+        if problems:
+            print("the covered code changed beyond the new value: nothing re-keyed", *problems, sep="\n  ")
+            return 1
+        print(f"for every {ADDED_OPTION[0]} that the code at {a.old} accepted, the code now runs the same statements")
+        for path, old, new in planned_added_option(a.old):
+            rewrite(path, old, new, write=not a.check)
+            print(f"{'would re-key' if a.check else 're-keyed'} {path.relative_to(ROOT)}: {old} -> {new}")
+        return 0
     if a.same_text:
         problems = same_text(a.old)
         if problems:

@@ -18,7 +18,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
-NORMS = ("pre", "post", "none", "deepnorm")
+NORMS = ("pre", "post", "none", "deepnorm", "final")
 ACTIVATIONS = ("gelu_tanh", "gelu", "relu", "swiglu")
 INITS = ("gpt2", "normal", "xavier", "deepnorm")
 LAYERSCALE_KINDS = ("channel", "scalar")
@@ -36,6 +36,7 @@ class AndreaConfig:
     # Wiring of each sublayer f (see layers.Block):
     #   "pre": x + f(LN(x))   "post": LN(x + f(x))   "none": x + f(x)
     #   "deepnorm": LN(alpha * x + f(x)) with alpha = (2 n_layer)^(1/4) (Wang et al. 2022, decoder-only)
+    #   "final": x + f(x), as "none", but the stack keeps its final LayerNorm (chapter 2's control)
     norm: str = "pre"
     residual: bool = True  # False drops the "x +" of every sublayer
     layerscale: Optional[float] = None  # None, or the initial value of LayerScale's lambda (0: ReZero)

@@ -156,6 +156,7 @@ class Block(nn.Module):
       norm="post":  x = LN(x + lambda * f(x))       (the 2017 Transformer)
       norm="none":  x = x + lambda * f(x)
       norm="deepnorm": x = LN(alpha * x + lambda * f(x)), alpha = (2 n_layer)^(1/4) (DeepNet)
+      norm="final": as "none" (the stack keeps only its final LayerNorm)
     ``residual=False`` drops the "x +". Without LayerScale, lambda is 1 (and no parameter exists).
     """
 
@@ -165,6 +166,8 @@ class Block(nn.Module):
         self.residual = cfg.residual
         self.alpha = cfg.deepnorm_alpha if cfg.norm == "deepnorm" else 1.0
         has_norm = cfg.norm != "none"
+        if cfg.norm == "final":  # no LayerNorm in the block; the stack keeps its final one
+            has_norm = False
         self.ln_1 = LayerNorm(cfg.d_model, cfg.bias, cfg.ln_eps) if has_norm else nn.Identity()
         self.attn = CausalSelfAttention(cfg)
         self.ln_2 = LayerNorm(cfg.d_model, cfg.bias, cfg.ln_eps) if has_norm else nn.Identity()

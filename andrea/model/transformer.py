@@ -61,6 +61,8 @@ class Andrea(nn.Module):
             # Post-norm and DeepNorm blocks already end in a LayerNorm, and "none" has no norms at
             # all: only the pre-norm stack needs a final one (the 25th LayerNorm of ANDREA-120M).
             self.final_norm = LayerNorm(c.d_model, c.bias, c.ln_eps) if c.norm == "pre" else nn.Identity()
+            if c.norm == "final":  # no LayerNorm in the blocks, and this one kept (chapter 2's control)
+                self.final_norm = LayerNorm(c.d_model, c.bias, c.ln_eps)
         self.to_empty(device=device)
         self.apply(self._init_weights)
 
@@ -258,6 +260,8 @@ def _block_counts_formula(c: AndreaConfig) -> dict:
     n_in = 2 * h if c.activation == "swiglu" else h
     mlp = d * n_in + b * n_in + h * d + b * d  # W_1 (and W_gate), W_2
     norms = 0 if c.norm == "none" else 2 * (d + b * d)  # two LayerNorms, gamma (and beta)
+    if c.norm == "final":
+        norms = 0
     layerscale = 0 if c.layerscale is None else 2 * (d if c.layerscale_kind == "channel" else 1)  # two lambdas
     return {
         "attention": attention,
@@ -288,6 +292,8 @@ def count_parameters(model_or_config: Union[Andrea, AndreaConfig]) -> dict:
             "position_embedding": c.context_length * c.d_model,
             "final_norm": (c.d_model + int(c.bias) * c.d_model) if c.norm == "pre" else 0,
         }
+        if c.norm == "final":
+            out["final_norm"] = c.d_model + int(c.bias) * c.d_model
         n = c.n_layer
     elif isinstance(model_or_config, Andrea):
         m = model_or_config

@@ -64,3 +64,78 @@ def ch2_norm_lr() -> store.Grid:
             ),
         ),
     )
+
+
+# Fresh seeds: ch2_norm_lr used 0-7.
+FINAL_LN_SEEDS = (8, 9, 10, 11, 12)
+
+
+def ch2_final_ln() -> store.Grid:
+    """Chapter 2's claim in the regime where accumulation, not a learning-rate threshold, would show.
+
+    In ch2_norm_lr every clipped run without normalisation at lr 3e-2 diverged at steps 43-49, while the
+    warmup (50 steps) was still raising the rate through 0.026-0.030: a threshold crossed, not small
+    instabilities adding up. And norm="none" also removes the final LayerNorm. Here the rate peaks at
+    2e-2 at the end of the warmup (step 50), below the rates at which those runs broke, and then decays
+    along the cosine: a run that breaks after step 50 breaks at a rate lower than one it has already
+    survived, which is what accumulation means. The arm norm="final" keeps the stack's final LayerNorm,
+    so the blocks' LayerNorms are all that differs from pre-norm. Declared before any of its runs."""
+    cells = []
+    for lr in (2e-2, 3e-2):
+        for norm in ("pre", "none", "final"):
+            for seed in FINAL_LN_SEEDS:
+                t = replace(BASE_TRAIN, lr=lr, grad_clip=1.0, eval_every=25, seed=seed)
+                cells.append(
+                    _cell({"norm": norm, "lr": lr, "seed": seed}, replace(BASE, norm=norm), t, monitor="stream")
+                )
+    return store.Grid(
+        "ch2_final_ln",
+        "Without the blocks' LayerNorms, at a learning rate the warmup reaches and then holds",
+        "At lr 2e-2 (clipped at 1), a peak rate below the 0.026-0.030 at which unnormalised runs broke in "
+        "ch2_norm_lr, runs without the blocks' LayerNorms (the final one kept) diverge more often than pre-norm "
+        "runs, and they diverge after the warmup (step 50), at a rate lower than one they survived: "
+        "instabilities accumulate. At lr 3e-2, removing every LayerNorm diverges more often than pre-norm (the "
+        "calibration: a known effect this budget must show).",
+        tuple(cells),
+        decisions=(
+            store.Decision(
+                "lr 2e-2, clipped: no LayerNorm in the blocks, the final one kept, against pre-norm",
+                arm={"norm": "final", "lr": 2e-2},
+                against={"norm": "pre", "lr": 2e-2},
+                field="diverged",
+                test="fisher",
+                predicted="positive",
+                seeds=FINAL_LN_SEEDS,
+            ),
+            store.Decision(
+                "lr 3e-2, clipped: no LayerNorm at all diverges more often than pre-norm",
+                arm={"norm": "none", "lr": 3e-2},
+                against={"norm": "pre", "lr": 3e-2},
+                field="diverged",
+                test="fisher",
+                predicted="positive",
+                role="calibration",
+                seeds=FINAL_LN_SEEDS,
+            ),
+            store.Decision(
+                "lr 3e-2, clipped: no LayerNorm in the blocks, the final one kept, against pre-norm",
+                arm={"norm": "final", "lr": 3e-2},
+                against={"norm": "pre", "lr": 3e-2},
+                field="diverged",
+                test="fisher",
+                predicted="positive",
+                role="control",
+                seeds=FINAL_LN_SEEDS,
+            ),
+            store.Decision(
+                "lr 2e-2, clipped: no LayerNorm at all, against pre-norm",
+                arm={"norm": "none", "lr": 2e-2},
+                against={"norm": "pre", "lr": 2e-2},
+                field="diverged",
+                test="fisher",
+                predicted="positive",
+                role="control",
+                seeds=FINAL_LN_SEEDS,
+            ),
+        ),
+    )

@@ -1,0 +1,65 @@
+"""tools/rekey.py --added-option: a new config value re-keys the stored results only when the code it
+adds runs for that value alone."""
+
+import sys
+
+from conftest import ROOT, need
+
+sys.path.insert(0, str(ROOT / "tools"))
+import rekey  # noqa: E402
+
+OLD = """
+NORMS = ("pre", "none")
+
+class Block:
+    def __init__(self, cfg):
+        has_norm = cfg.norm != "none"
+        self.ln = make(has_norm)
+
+def count(c):
+    out = {"final": 1 if c.norm == "pre" else 0}
+    return out
+"""
+
+
+def check(new: str):
+    return rekey.same_but_for_added(OLD, new, ("norm", "NORMS", "final"))
+
+
+def test_guarded_additions_are_the_old_code():
+    new = OLD.replace('("pre", "none")', '("pre", "none", "final")')
+    new = new.replace(
+        '        has_norm = cfg.norm != "none"\n',
+        '        has_norm = cfg.norm != "none"\n        if cfg.norm == "final":  # new\n            has_norm = False\n',
+    )
+    new = new.replace("    return out", '    if c.norm == "final":\n        out["final"] = 1\n    return out')
+    assert check(new) == ("", 3)
+    assert check(OLD) == ("", 0)
+
+
+def test_anything_else_is_refused():
+    guarded = '        if cfg.norm == "final":\n            has_norm = False\n'
+    at = "        self.ln = make(has_norm)\n"
+    refused = {
+        "an else branch runs for the old values": guarded + "        else:\n            has_norm = True\n",
+        "a guard on an old value": guarded.replace('"final"', '"pre"'),
+        "a guard that is not a plain comparison": guarded.replace(
+            "cfg.norm ==", 'cfg.norm.startswith("f") or cfg.norm =='
+        ),
+        "a guard on another option": guarded.replace("cfg.norm", "cfg.init"),
+    }
+    for why, text in refused.items():
+        problem, dropped = check(OLD.replace(at, text + at))
+        assert problem and dropped == 0, why
+    assert check(OLD.replace('!= "none"', 'not in ("none", "final")'))[0], "an old statement changed"
+    assert check(OLD.replace('("pre", "none")', '("pre", "final")'))[0], "an old value removed"
+
+
+def test_the_repository_change_is_an_added_option():
+    """The model's norm="final" (chapter 2's control) passes the same check against the code before it."""
+    import subprocess
+
+    before = "b243f40"  # the last commit before norm="final"
+    have = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", before + "^{commit}"], capture_output=True)
+    need(have.returncode == 0, f"the git history back to {before} (a full clone, not a shallow one)")
+    assert rekey.added_option(before) == []
