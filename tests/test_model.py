@@ -1,4 +1,5 @@
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -159,3 +160,24 @@ def test_load_never_runs_pickled_code(tmp_path, monkeypatch):
     with pytest.raises(ValueError):
         Andrea.load(tmp_path / "evil.pt")
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_full_disk_names_the_file_and_the_free_space(tmp_path, monkeypatch):
+    """Issue 32: torch's writer on a full disk says only "unexpected pos ..."; the error now names the
+    checkpoint, the free space on its disk, and that the checkpoint already there is kept."""
+    m = tiny()
+    path = m.save(tmp_path / "last.pt")
+    before = path.read_bytes()
+
+    def full(obj, f, *a, **k):
+        Path(f).write_bytes(b"partial")
+        raise RuntimeError("[enforce fail at inline_container.cc:778] . unexpected pos 5299072 vs 5298960")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(OSError) as e:
+        m.save(path)
+    text = str(e.value)
+    assert str(path) in text and "MiB free" in text and "unexpected pos" in text
+    assert "already there is kept" in text
+    assert path.read_bytes() == before  # the old checkpoint is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]  # no temporary file left

@@ -63,3 +63,31 @@ def test_the_repository_change_is_an_added_option():
     have = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", before + "^{commit}"], capture_output=True)
     need(have.returncode == 0, f"the git history back to {before} (a full clone, not a shallow one)")
     assert rekey.added_option(before) == []
+
+
+SAVE = """
+def save(blob, path):
+    tmp = name(path)
+    try:
+        write(blob, tmp)
+    except KeyError:
+        fallback()
+    finally:
+        clean(tmp)
+"""
+
+
+def test_an_error_that_only_gets_a_clearer_message_is_the_old_code():
+    """A handler that only raises (a full disk named, with its free space) changes no stored run: with no
+    error the same statements run, and with one the run fails either way. It must come after the
+    handlers that do something else, and its helper must be called from nowhere else."""
+    handler = "    except (OSError, RuntimeError) as e:\n        raise _write_error(path, e) from e\n"
+    helper = "\n\ndef _write_error(path, e):\n    return OSError(str(path))\n"
+    ok = SAVE.replace("        fallback()\n", "        fallback()\n" + handler) + helper
+    assert rekey.same_but_for_added(SAVE, ok) == ("", 2)
+    before = SAVE.replace("    except KeyError:\n", handler + "    except KeyError:\n") + helper
+    assert rekey.same_but_for_added(SAVE, before)[0], "a raising handler ahead of one that does something"
+    called = ok.replace("    tmp = name(path)\n", "    tmp = name(path)\n    _write_error(path, None)\n")
+    assert rekey.same_but_for_added(SAVE, called)[0], "the helper is called on the normal path"
+    swallowed = SAVE.replace("        fallback()\n", "        raise\n")
+    assert rekey.same_but_for_added(SAVE, swallowed)[0], "a handler that did something now only raises"

@@ -35,11 +35,15 @@ with an empty cache) returns the very string the new one returns; and then steps
     python3.11 tools/rekey.py --same-text --old 3f6bb66 --check
 
 ``--added-option`` is the third case: a config option gains a value (``ADDED_OPTION``: ``norm="final"``,
-chapter 2's control), and the code that the new value needs runs only for it. The proof: every module a
-stored key covers is the old one, syntax tree for syntax tree, once the new value is taken out of the
-tuple of allowed values and every ``if <...>.norm == "final": ...`` without an ``else`` is removed; the
-new value is not one the old code accepted (so no stored run used it); then steps 2-3 above, for the
-grids, the trained model, its probes and the explorer's shipped measurements.
+chapter 2's control), and the code that the new value needs runs only for it; and an error gets a
+clearer message (a full disk while a checkpoint is written). The proof: every module a stored key covers
+is the old one, syntax tree for syntax tree, once the new value is taken out of the tuple of allowed
+values, every ``if <...>.norm == "final": ...`` without an ``else`` is removed, and every ``except``
+that only raises is removed (in the old code too; it must follow the handlers that do something else,
+and its helpers, ``ERROR_HELPERS``, must be called from nowhere else); the new value is not one the
+old code accepted (so no stored run used it), and an error ends a run without a result either way;
+then steps 2-3 above, for the grids, the trained model, its probes and the explorer's shipped
+measurements.
 
     python tools/rekey.py --added-option --old b243f40 --check
 """
@@ -394,12 +398,24 @@ def _only_for(stmt: ast.stmt, option: str, value: str) -> bool:
     return named and isinstance(right, ast.Constant) and right.value == value
 
 
+# Module-level helpers that only the dropped error handlers call (checked: nothing else names them).
+ERROR_HELPERS = {"_write_error"}
+
+
+def _only_raises(handler: ast.ExceptHandler) -> bool:
+    return len(handler.body) == 1 and isinstance(handler.body[0], ast.Raise)
+
+
 class _DropAdded(ast.NodeTransformer):
-    """The code as it would be without the new value: every statement ``_only_for`` it removed, and the
-    value taken out of the tuple of allowed values. ``dropped`` counts what was removed."""
+    """The code as the stored runs ran it: every statement ``_only_for`` the new value removed, the value
+    taken out of the tuple of allowed values, and every ``except`` that only raises (another error, with a
+    clearer message) removed, with the helpers in ``ERROR_HELPERS`` that only such handlers call. A
+    handler that only raises changes nothing when no error occurs, and when one does the run fails
+    either way; it must come after the handlers that do something else, so that it catches only what
+    used to propagate (``misplaced`` counts those that do not). ``dropped`` counts what was removed."""
 
     def __init__(self, option: str, allowed: str, value: str):
-        self.option, self.allowed, self.value, self.dropped = option, allowed, value, 0
+        self.option, self.allowed, self.value, self.dropped, self.misplaced = option, allowed, value, 0, 0
 
     def generic_visit(self, node):
         super().generic_visit(node)
@@ -409,6 +425,12 @@ class _DropAdded(ast.NodeTransformer):
                 kept = [st for st in stmts if not _only_for(st, self.option, self.value)]
                 self.dropped += len(stmts) - len(kept)
                 setattr(node, name, kept)
+        if isinstance(node, ast.Try) and node.handlers:
+            raising = [_only_raises(h) for h in node.handlers]
+            first = raising.index(True) if True in raising else len(raising)
+            self.misplaced += sum(1 for r in raising[first:] if not r)
+            self.dropped += sum(raising)
+            node.handlers = [h for h, r in zip(node.handlers, raising) if not r]
         return node
 
     def visit_Assign(self, node: ast.Assign):
@@ -417,6 +439,15 @@ class _DropAdded(ast.NodeTransformer):
             elts = [e for e in node.value.elts if not (isinstance(e, ast.Constant) and e.value == self.value)]
             self.dropped += len(node.value.elts) - len(elts)
             node.value.elts = elts
+        return node
+
+    def visit_Module(self, node: ast.Module):
+        self.generic_visit(node)
+        helpers = [st for st in node.body if isinstance(st, ast.FunctionDef) and st.name in ERROR_HELPERS]
+        node.body = [st for st in node.body if st not in helpers]
+        named = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        self.misplaced += sum(1 for h in helpers if h.name in named)  # still called from kept code
+        self.dropped += len(helpers)
         return node
 
 
@@ -438,20 +469,25 @@ def added_option(rev: str) -> list[str]:
         if problem:
             problems.append(f"andrea/{name}: {problem}")
         elif dropped:
-            print(f"andrea/{name}: {dropped} statement(s) or value(s) reached only by {option}={value!r}")
+            print(
+                f"andrea/{name}: {dropped} statement(s), value(s) or handler(s) "
+                f"reached only by {option}={value!r} or by an error"
+            )
     return problems
 
 
 def same_but_for_added(old: str, new: str, added: tuple = ADDED_OPTION) -> tuple[str, int]:
-    """("", n): the new source is the old one plus n things that only the new value reaches; else
-    (where they differ, 0)."""
+    """("", n): the new source runs the old one's statements for every old value, plus n things that
+    only the new value or an error reaches; else (where they differ, 0)."""
     from andrea.files import canonical_dump
 
-    before = canonical_dump(_blank_annotations(_strip_docstrings(ast.parse(old))))
-    drop = _DropAdded(*added)
-    after = canonical_dump(drop.visit(_blank_annotations(_strip_docstrings(ast.parse(new)))))
+    before_drop, after_drop = _DropAdded(*added), _DropAdded(*added)
+    before = canonical_dump(before_drop.visit(_blank_annotations(_strip_docstrings(ast.parse(old)))))
+    after = canonical_dump(after_drop.visit(_blank_annotations(_strip_docstrings(ast.parse(new)))))
+    if after_drop.misplaced:
+        return f"{after_drop.misplaced} raising handler(s) or helper(s) reach code the stored runs ran", 0
     if before == after:
-        return "", drop.dropped
+        return "", after_drop.dropped - before_drop.dropped
     i = next((k for k, (x, y) in enumerate(zip(before, after)) if x != y), min(len(before), len(after)))
     return f"differs beyond the new value's code, at ...{after[max(0, i - 120) : i + 120]}...", 0
 
@@ -465,7 +501,8 @@ def planned_added_option(rev: str) -> list[tuple[Path, str, str]]:
     from andrea.trained import model as trained
     from andrea.views import explorer
 
-    out = _grid_and_trained_keys(old_source_hash(rev, store.CODE_MODULES), sorted(GRIDS) + sorted(DECLARED))
+    stored = sorted(GRIDS) + sorted(n for n in DECLARED if store.path(n).exists())  # a declared grid may have none
+    out = _grid_and_trained_keys(old_source_hash(rev, store.CODE_MODULES), stored)
     for path, modules, new in (
         (store.path(explorer.SHIPPED), EXPLORER_MODULES, explorer.shipped_key()),
         (trained.PROBES, trained.PROBE_CODE, trained.probes_key()),

@@ -161,6 +161,8 @@ class Andrea(nn.Module):
         try:
             torch.save(blob, tmp)
             os.replace(tmp, path)
+        except (OSError, RuntimeError) as e:  # a full disk: torch's writer says "unexpected pos ..."
+            raise _write_error(path, e) from e
         finally:
             if tmp.exists():
                 tmp.unlink()
@@ -172,6 +174,22 @@ class Andrea(nn.Module):
         model = cls(AndreaConfig(**blob["config"]))
         model.load_state_dict(blob["state_dict"])
         return model.to(map_location) if map_location is not None else model
+
+
+def _write_error(path: Path, e: BaseException) -> OSError:
+    """What a failed checkpoint write says: the file, the free space where it goes, and that the file
+    already there (if any) is kept as it was."""
+    import shutil
+
+    try:
+        free = f"{shutil.disk_usage(path.parent).free / 2**20:,.1f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    kept = "the checkpoint already there is kept as it was" if path.exists() else "nothing was written"
+    return OSError(
+        f"could not write the checkpoint {str(path)!r} ({free} on its disk; {type(e).__name__}: "
+        f"{str(e).strip()[:200]}); {kept}. Free some space (or choose another folder) and run again"
+    )
 
 
 def _first_line(e: BaseException) -> str:
