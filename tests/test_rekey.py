@@ -56,13 +56,19 @@ def test_anything_else_is_refused():
 
 
 def test_the_repository_change_is_an_added_option():
-    """The model's norm="final" (chapter 2's control) passes the same check against the code before it."""
+    """The change that added norm="final" and the full-disk message (commits b243f40..1d101ac) passes the
+    check that re-keyed the stored results, and a tampered copy of it does not."""
     import subprocess
 
-    before = "b243f40"  # the last commit before norm="final"
-    have = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", before + "^{commit}"], capture_output=True)
-    need(have.returncode == 0, f"the git history back to {before} (a full clone, not a shallow one)")
-    assert rekey.added_option(before) == []
+    before, after = "b243f40", "1d101ac"
+    have = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", after + "^{commit}"], capture_output=True)
+    need(have.returncode == 0, f"the git history from {before} to {after} (a full clone, not a shallow one)")
+    assert rekey.added_option(before, after) == []
+    old = rekey.old_source(before, "model.layers")
+    new = rekey.old_source(after, "model.layers")
+    assert rekey.same_but_for_added(old, new)[0] == ""
+    tampered = new.replace("has_norm = False", "has_norm = cfg.norm != 'post'")
+    assert tampered != new and rekey.same_but_for_added(old, tampered.replace('== "final"', '!= "pre"'))[0]
 
 
 SAVE = """

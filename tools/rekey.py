@@ -58,6 +58,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -451,8 +452,9 @@ class _DropAdded(ast.NodeTransformer):
         return node
 
 
-def added_option(rev: str) -> list[str]:
-    """Problems (none: for every value the old code accepted, the new code runs the old statements)."""
+def added_option(rev: str, new_rev: Optional[str] = None) -> list[str]:
+    """Problems (none: for every value the old code accepted, the new code runs the old statements);
+    the new code is the working tree's, or commit ``new_rev``'s."""
     from andrea.evidence import store
     from andrea.trained.model import PROBE_CODE
 
@@ -465,7 +467,8 @@ def added_option(rev: str) -> list[str]:
     )
     problems = [f"{value!r} is one of the old {allowed} {old_values}: not a new value"] if value in old_values else []
     for name in sorted(set(store.CODE_MODULES) | set(EXPLORER_MODULES) | set(PROBE_CODE)):
-        problem, dropped = same_but_for_added(old_source(rev, name), new_source(name))
+        now = new_source(name) if new_rev is None else old_source(new_rev, name)
+        problem, dropped = same_but_for_added(old_source(rev, name), now)
         if problem:
             problems.append(f"andrea/{name}: {problem}")
         elif dropped:
