@@ -534,6 +534,12 @@ def rewrite(path: Path, old: str, new: str, write: bool) -> None:
         path.write_text(after, encoding="utf-8")
 
 
+def _rekey(plan: list, check: bool) -> None:
+    for path, old, new in plan:
+        rewrite(path, old, new, write=not check)
+        print(f"{'would re-key' if check else 're-keyed'} {path.relative_to(ROOT)}: {old} -> {new}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python tools/rekey.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--old", required=True, help="the commit whose code made the stored results (before the move)")
@@ -551,9 +557,7 @@ def main(argv=None) -> int:
             print("the covered code changed beyond the new value: nothing re-keyed", *problems, sep="\n  ")
             return 1
         print(f"for every {ADDED_OPTION[0]} that the code at {a.old} accepted, the code now runs the same statements")
-        for path, old, new in planned_added_option(a.old):
-            rewrite(path, old, new, write=not a.check)
-            print(f"{'would re-key' if a.check else 're-keyed'} {path.relative_to(ROOT)}: {old} -> {new}")
+        _rekey(planned_added_option(a.old), a.check)
         return 0
     if a.same_text:
         problems = same_text(a.old)
@@ -561,10 +565,7 @@ def main(argv=None) -> int:
             print("the covered code changed, not only where it reads its text: nothing re-keyed", *problems, sep="\n  ")
             return 1
         print(f"the code under {sorted(SAME_TEXT)} at {a.old} computes what it computes now, from the same text")
-        plan = planned_same_names(a.old)
-        for path, old, new in plan:
-            rewrite(path, old, new, write=not a.check)
-            print(f"{'would re-key' if a.check else 're-keyed'} {path.relative_to(ROOT)}: {old} -> {new}")
+        _rekey(planned_same_names(a.old), a.check)
         return 0
     problems = same_code(a.old)
     if problems:
@@ -572,9 +573,7 @@ def main(argv=None) -> int:
         return 1
     print(f"the code under {sorted(RENAMED)} at {a.old} is the code under their new names now")
     plan = planned(a.old)
-    for path, old, new in plan:
-        rewrite(path, old, new, write=not a.check)
-        print(f"{'would re-key' if a.check else 're-keyed'} {path.relative_to(ROOT)}: {old} -> {new}")
+    _rekey(plan, a.check)
     if not plan:
         print("every stored key is current: nothing to do")
     return 0

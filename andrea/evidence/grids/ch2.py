@@ -70,6 +70,20 @@ def ch2_norm_lr() -> store.Grid:
 FINAL_LN_SEEDS = (8, 9, 10, 11, 12)
 
 
+def _diverges_more(what: str, norm: str, lr: float, role: str = "decides") -> store.Decision:
+    """``norm`` diverges more often than pre-norm at peak ``lr`` (Fisher's exact test, the fresh seeds)."""
+    return store.Decision(
+        what,
+        arm={"norm": norm, "lr": lr},
+        against={"norm": "pre", "lr": lr},
+        field="diverged",
+        test="fisher",
+        predicted="positive",
+        role=role,
+        seeds=FINAL_LN_SEEDS,
+    )
+
+
 def ch2_final_ln() -> store.Grid:
     """Chapter 2's claim in the regime where accumulation, not a learning-rate threshold, would show.
 
@@ -98,44 +112,18 @@ def ch2_final_ln() -> store.Grid:
         "calibration: a known effect this budget must show).",
         tuple(cells),
         decisions=(
-            store.Decision(
-                "lr 2e-2, clipped: no LayerNorm in the blocks, the final one kept, against pre-norm",
-                arm={"norm": "final", "lr": 2e-2},
-                against={"norm": "pre", "lr": 2e-2},
-                field="diverged",
-                test="fisher",
-                predicted="positive",
-                seeds=FINAL_LN_SEEDS,
+            _diverges_more(
+                "lr 2e-2, clipped: no LayerNorm in the blocks, the final one kept, against pre-norm", "final", 2e-2
             ),
-            store.Decision(
-                "lr 3e-2, clipped: no LayerNorm at all diverges more often than pre-norm",
-                arm={"norm": "none", "lr": 3e-2},
-                against={"norm": "pre", "lr": 3e-2},
-                field="diverged",
-                test="fisher",
-                predicted="positive",
-                role="calibration",
-                seeds=FINAL_LN_SEEDS,
+            _diverges_more(
+                "lr 3e-2, clipped: no LayerNorm at all diverges more often than pre-norm", "none", 3e-2, "calibration"
             ),
-            store.Decision(
+            _diverges_more(
                 "lr 3e-2, clipped: no LayerNorm in the blocks, the final one kept, against pre-norm",
-                arm={"norm": "final", "lr": 3e-2},
-                against={"norm": "pre", "lr": 3e-2},
-                field="diverged",
-                test="fisher",
-                predicted="positive",
-                role="control",
-                seeds=FINAL_LN_SEEDS,
+                "final",
+                3e-2,
+                "control",
             ),
-            store.Decision(
-                "lr 2e-2, clipped: no LayerNorm at all, against pre-norm",
-                arm={"norm": "none", "lr": 2e-2},
-                against={"norm": "pre", "lr": 2e-2},
-                field="diverged",
-                test="fisher",
-                predicted="positive",
-                role="control",
-                seeds=FINAL_LN_SEEDS,
-            ),
+            _diverges_more("lr 2e-2, clipped: no LayerNorm at all, against pre-norm", "none", 2e-2, "control"),
         ),
     )
