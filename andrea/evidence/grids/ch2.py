@@ -127,3 +127,67 @@ def ch2_final_ln() -> store.Grid:
             _diverges_more("lr 2e-2, clipped: no LayerNorm at all, against pre-norm", "none", 2e-2, "control"),
         ),
     )
+
+
+# Fresh seeds again: ch2_norm_lr used 0-7 and ch2_final_ln 8-12.
+HELD_SEEDS = (13, 14, 15, 16, 17)
+
+
+def ch2_held_lr() -> store.Grid:
+    """Accumulation, separated from a learning-rate threshold: the rate is held, not decayed.
+
+    ch2_final_ln could not tell the two apart: its runs broke while the gradient norm had been past
+    1,000 since step 11 (a reviewer's reading). In ch2_norm_lr, at lr 1e-2 (clipped at 1), every run
+    without normalisation spiked again and again (training losses up to 3,987 between steps 34 and
+    283) and recovered while the cosine lowered the rate. Here the warmup (50 steps) reaches 1e-2 and the
+    rate then stays there (min_lr_ratio 1) for the remaining 350 steps: if small instabilities add up,
+    the spikes have 350 steps at an unchanged rate to add up into a non-finite loss; if they die out
+    as they did under the cosine, the runs stay finite. A run that breaks at step 50 or later breaks at a
+    rate it had already survived. The arm norm="final" keeps the stack's final LayerNorm, so the blocks'
+    LayerNorms are all that differs from pre-norm. The calibration holds 3e-2, where ch2_final_ln's runs
+    without any LayerNorm all broke: the test must be able to confirm a known difference in divergence
+    at this budget and with five seeds. Declared before any of its runs."""
+    cells = []
+    for lr, norms in ((1e-2, ("pre", "final", "none")), (3e-2, ("pre", "none"))):
+        for norm in norms:
+            for seed in HELD_SEEDS:
+                t = replace(BASE_TRAIN, lr=lr, min_lr_ratio=1.0, grad_clip=1.0, eval_every=25, seed=seed)
+                cells.append(
+                    _cell({"norm": norm, "lr": lr, "seed": seed}, replace(BASE, norm=norm), t, monitor="stream")
+                )
+
+    def diverges_more(what: str, norm: str, lr: float, role: str) -> store.Decision:
+        return store.Decision(
+            what,
+            arm={"norm": norm, "lr": lr},
+            against={"norm": "pre", "lr": lr},
+            field="diverged",
+            test="fisher",
+            predicted="positive",
+            role=role,
+            seeds=HELD_SEEDS,
+        )
+
+    return store.Grid(
+        "ch2_held_lr",
+        "Without the blocks' LayerNorms, at a learning rate held after the warmup",
+        "With the learning rate held at 1e-2 (clipped at 1) after a 50-step warmup, a rate at which runs "
+        "without normalisation spike and recover when the rate decays, runs without the blocks' LayerNorms (the "
+        "final one kept) diverge more often than pre-norm runs within 400 steps, and they diverge at step 50 or "
+        "later, at a rate they had survived: small instabilities accumulate into a non-finite loss. At 3e-2 held, "
+        "removing every LayerNorm diverges more often than pre-norm (the calibration: a known difference this "
+        "budget must show).",
+        tuple(cells),
+        decisions=(
+            diverges_more(
+                "lr 1e-2 held: no LayerNorm in the blocks, the final one kept, against pre-norm",
+                "final",
+                1e-2,
+                "decides",
+            ),
+            diverges_more(
+                "lr 3e-2 held: no LayerNorm at all diverges more often than pre-norm", "none", 3e-2, "calibration"
+            ),
+            diverges_more("lr 1e-2 held: no LayerNorm at all, against pre-norm", "none", 1e-2, "control"),
+        ),
+    )
