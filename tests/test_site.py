@@ -479,7 +479,7 @@ def test_exercises_are_numbered_with_folded_solutions(browser, server, site):
 # ---------------------------------------------------------------------------------------------
 TRAINING_PAGES = {
     "book/01_residual.html": ["ch1_residual"],
-    "book/02_layernorm.html": ["ch2_norm_lr", "ch2_final_ln"],
+    "book/02_layernorm.html": ["ch2_norm_lr", "ch2_final_ln", "ch2_held_lr"],
     "book/03_prenorm_postnorm.html": ["ch3_warmup"],
     "book/05_gelu.html": ["ch5_activation"],
     "book/07_layerscale.html": ["ch7_layerscale"],

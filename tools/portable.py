@@ -113,7 +113,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "growth_none growth_pre in_warmup ln_params_total ln_share lo_learns lo_lr lo_words "
             "logit_mid mid_lr mid_words n_ln nan_verdict pre_finite_words pre_top_128 runaway_lr "
             "runaway_steps scale_txt tok_std_before_hi tok_std_before_lo tok_std_dev warmup_end "
-            "worse_lo tr_* fl_*"
+            "worse_lo tr_* fl_* hl_*"
         ),
         # from-scratch LayerNorm vs torch's; |mean| after LayerNorm: float32's rounding of a zero
         "rounding": "ln_diff* tok_mean_max",

@@ -139,8 +139,8 @@ def ch2_held_lr() -> store.Grid:
 
     ch2_final_ln could not tell the two apart: its runs broke while the gradient norm had been past
     1,000 since step 11 (a reviewer's reading). In ch2_norm_lr, at lr 1e-2 (clipped at 1), every run
-    without normalisation spiked again and again (training losses up to 3,987 between steps 34 and
-    283) and recovered under the cosine. Here the warmup (50 steps) reaches 1e-2 and the rate then
+    without normalisation spiked again and again after the warmup (training losses up to 984,310, the
+    last spikes between steps 95 and 283) and recovered under the cosine. Here the warmup (50 steps) reaches 1e-2 and the rate then
     stays there (min_lr_ratio 1) for 950 steps, about AdamW's weight-decay timescale: if small
     instabilities add up, they have that long at an unchanged rate to add up into a non-finite loss or
     gradient; if they die out, the runs stay finite. The arm norm="final" keeps the stack's final
