@@ -153,8 +153,8 @@ def ch2_held_lr() -> store.Grid:
     at the held 1e-2 stays finite and ends below the plateau (the reference must be stable), and at
     3e-2 held (400 steps), removing every LayerNorm diverges more often than pre-norm (five seeds can
     show a known difference in divergence). With five runs a side, only a split as clear as 4 of 5
-    against 0 of 5 is decisive, and no split can decide the opposite: if nothing diverges the test is
-    inconclusive, and the book says what that does and does not exclude. Declared before any of its
+    against 0 of 5 is decisive, and only pre-norm diverging more often could decide the opposite: if
+    nothing diverges the test is inconclusive, and the book says what that does and does not exclude. Declared before any of its
     runs."""
     cells = []
     for lr, norms, steps in ((1e-2, ("pre", "final", "none"), HELD_STEPS), (3e-2, ("pre", "none"), 400)):
