@@ -137,25 +137,24 @@ HELD_STEPS = 1000  # AdamW's weight-decay timescale at 1e-2: 1 / (lr * weight_de
 def ch2_held_lr() -> store.Grid:
     """Accumulation, separated from a learning-rate threshold: the rate is held, not decayed.
 
-    ch2_final_ln could not tell the two apart: its runs broke while the gradient norm had been past
-    1,000 since step 11 (a reviewer's reading). In ch2_norm_lr, at lr 1e-2 (clipped at 1), every run
-    without normalisation spiked again and again after the warmup (training losses up to 984,310, the
-    last spikes between steps 95 and 283) and recovered under the cosine. Here the warmup (50 steps) reaches 1e-2 and the rate then
-    stays there (min_lr_ratio 1) for 950 steps, about AdamW's weight-decay timescale: if small
-    instabilities add up, they have that long at an unchanged rate to add up into a non-finite loss or
-    gradient; if they die out, the runs stay finite. The arm norm="final" keeps the stack's final
-    LayerNorm, so the blocks' LayerNorms are all that differs from pre-norm.
+    ch2_final_ln could not tell the two apart: its runs broke while the gradient norm had been past 1,000 since
+    step 11 (a reviewer's reading). In ch2_norm_lr, at lr 1e-2 (clipped at 1), every run without normalisation
+    spiked again and again after the warmup (training losses up to 984,310, the last spikes between steps 95 and
+    283) and recovered under the cosine. Here the warmup (50 steps) reaches 1e-2 and the rate then stays there
+    (min_lr_ratio 1) for 950 steps, about AdamW's weight-decay timescale: if small instabilities add up, they
+    have that long at an unchanged rate to add up into a non-finite loss or gradient; if they die out, the runs
+    stay finite. The arm norm="final" keeps the stack's final LayerNorm, so the blocks' LayerNorms are all that
+    differs from pre-norm.
 
-    A reviewer of this design (before its runs) pointed out that a runaway begun in the warmup can
-    break after it, so a break is read as an accumulation only if it comes after step 100 (twice the
-    warmup) and the run's residual-stream RMS at step 50 was within 10x the pre-norm runs' median at
-    step 50; the chapter reports every break against both conditions. Calibrations: every pre-norm run
-    at the held 1e-2 stays finite and ends below the plateau (the reference must be stable), and at
-    3e-2 held (400 steps), removing every LayerNorm diverges more often than pre-norm (five seeds can
-    show a known difference in divergence). With five runs a side, only a split as clear as 4 of 5
-    against 0 of 5 is decisive, and only pre-norm diverging more often could decide the opposite: if
-    nothing diverges the test is inconclusive, and the book says what that does and does not exclude. Declared before any of its
-    runs."""
+    A reviewer of this design (before its runs) pointed out that a runaway begun in the warmup can break after
+    it, so a break is read as an accumulation only if it comes after step 100 (twice the warmup) and the run's
+    residual-stream RMS at step 50 was within 10x the pre-norm runs' median at step 50; the chapter reports
+    every break against both conditions. Calibrations: every pre-norm run at the held 1e-2 stays finite and ends
+    below the plateau (the reference must be stable), and at 3e-2 held (400 steps), removing every LayerNorm
+    diverges more often than pre-norm (five seeds can show a known difference in divergence). With five runs a
+    side, only a split as clear as 4 of 5 against 0 of 5 is decisive, and only pre-norm diverging more often
+    could decide the opposite: if nothing diverges the test is inconclusive, and the book says what that does
+    and does not exclude. Declared before any of its runs."""
     cells = []
     for lr, norms, steps in ((1e-2, ("pre", "final", "none"), HELD_STEPS), (3e-2, ("pre", "none"), 400)):
         for norm in norms:
