@@ -153,10 +153,14 @@ def test_one_budget_bounds_the_whole_check(tmp_path, monkeypatch):
     assert given == gpu_check.TIMEOUTS  # the default budget holds every step's own timeout
     given.clear()
     clock[0] = 0.0
-    assert gpu_check.main(["--out", str(tmp_path / "b.log"), "--budget", "160", "--timeout", "tests=45"]) == 1
-    assert given == {"tests": 45, "agreement": 35, "train-120m": 80}
+    # a budget that ends 5 s into the third step: it is cut to what is left, and the last three never start
+    t = {**gpu_check.TIMEOUTS, "tests": 50}
+    budget = t["tests"] + t["agreement"] + t["train-120m"] - 5
+    args = ["--out", str(tmp_path / "b.log"), "--budget", str(budget), "--timeout", "tests=50"]
+    assert gpu_check.main(args) == 1
+    assert given == {"tests": 50, "agreement": t["agreement"], "train-120m": t["train-120m"] - 5}
     text = (tmp_path / "b-table.txt").read_text()
-    assert text.count("not run: the 160 s budget is spent") == 3
+    assert text.count(f"not run: the {budget} s budget is spent") == 3
 
 
 def test_a_timed_out_child_is_killed_with_what_it_started_in_a_session_of_its_own(tmp_path):
