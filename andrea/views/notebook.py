@@ -94,6 +94,7 @@ class Claim:
     measured: str  # what the code measured
     verdict: Any  # a Verdict, one of andrea.evidence.verdict.LABELS, or EXPLORED
     evidence: str = ""  # where the measurement comes from / why
+    anchor: str = ""  # the section of the chapter's evidence page that holds this claim's evidence
 
     @property
     def label(self) -> str:
