@@ -160,9 +160,12 @@ def test_normals_steps_the_seeded_generator_exactly_as_next_does(page):
         ({"depth": 0}, "depth must be an integer from 1 to 96, got 0"),
         ({"width": 48}, "width must be 32, 64, 96 or 128, got 48"),
         ({"norm": "deepnorm"}, 'norm must be one of pre, post, none, got "deepnorm"'),
-        ({"layerscale": 2}, "layerscale must be null (off) or a number from 1e-6 to 1, got 2"),
+        ({"layerscale": 2}, "layerscale must be null (off) or a number from 0 (ReZero's start) to 1, got 2"),
         ({"seed": -1}, "seed must be an integer from 0 to 10000, got -1"),
-        ({"layerscale": float("nan")}, "layerscale must be null (off) or a number from 1e-6 to 1, got NaN"),
+        (
+            {"layerscale": float("nan")},
+            "layerscale must be null (off) or a number from 0 (ReZero's start) to 1, got NaN",
+        ),
         ({"depth": float("inf")}, "depth must be an integer from 1 to 96, got Infinity"),
     ],
 )

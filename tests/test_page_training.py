@@ -278,7 +278,8 @@ def test_the_panel_trains_both_runs_and_stops_and_resets(page):
         d = pg.get_attribute(f"path.andrea-train-curve[data-run={run}]", "d")
         assert d is not None and d.count("L") == 3
     assert pg.locator(".andrea-train-lambda path").count() == 1  # B has LayerScale: its |λ| per block
-    assert "unigram level" in pg.text_content(".andrea-train-chart")
+    assert pg.locator(".andrea-train-chart .andrea-train-unigram").count() == 1  # named in the legend below
+    assert "unigram level" in pg.text_content(".andrea-train-legend")
     pg.click(".andrea-train-reset")
     assert pg.locator("path.andrea-train-curve").count() == 0
     assert pg.input_value("fieldset[data-run=A] [name=steps]") == "300"  # the defaults are back
@@ -311,7 +312,7 @@ def test_the_panel_trains_both_runs_and_stops_and_resets(page):
             "B",
             "layerscale",
             "2",
-            'run B: LayerScale λ₀ (empty: off) must be empty (off) or a number from 0.000001 to 1, got "2"',
+            'run B: LayerScale λ₀ (empty: off) must be empty (off) or a number from 0 to 1, got "2"',
         ),
         ("A", "warmup", "400", "run A: warmup steps (400) must not exceed the steps (300)"),
     ],
@@ -323,6 +324,77 @@ def test_the_panel_refuses_a_bad_setting_by_name(page, run, field, value, messag
     assert pg.get_attribute(".andrea-train", "data-error") == message
     assert pg.text_content(".andrea-train-status") == message
     assert pg.locator("path.andrea-train-curve").count() == 0  # nothing trains
+    pg.close()
+
+
+def test_the_panel_names_every_bad_setting_of_both_runs(page):
+    """Issue 47: a reader who mistyped three fields is told about all three, not only the first."""
+    pg = _panel(page)
+    _set(pg, "A", "lr", "abc")
+    _set(pg, "A", "steps", "0")
+    _set(pg, "B", "depth", "99")
+    pg.click(".andrea-train-go")
+    error = pg.get_attribute(".andrea-train", "data-error")
+    for said in ('peak learning rate must be a number from 0.00001 to 0.03, got "abc"',
+                 'steps must be an integer from 1 to 2000, got "0"',
+                 'run B: depth must be an integer from 1 to 24, got "99"'):  # fmt: skip
+        assert said in error, error
+    assert pg.locator("path.andrea-train-curve").count() == 0
+    pg.close()
+
+
+def test_the_panel_takes_rezeros_start_lambda_zero(page):
+    """Issue 47: λ₀ = 0 (ReZero's start, which chapter 7 discusses) trains; it is not refused."""
+    pg = _panel(page)
+    for run in "AB":
+        _set(pg, run, "steps", 3)
+        _set(pg, run, "depth", 2)
+    _set(pg, "B", "layerscale", "0")
+    pg.click(".andrea-train-go")
+    pg.wait_for_function(
+        "() => document.querySelector('.andrea-train-status').textContent.includes('done')", timeout=120_000
+    )
+    assert pg.get_attribute(".andrea-train", "data-error") is None
+    assert pg.locator("path.andrea-train-curve[data-run=B]").count() == 1
+    assert pg.errors == [], pg.errors
+    pg.close()
+
+
+def test_the_torch_reference_follows_the_readers_settings(page):
+    """Issue 47: torch's thin reference curves are for the defaults; once the reader changes a run's settings
+    its reference disappears, with a note saying why, and Reset brings it back."""
+    pg = _panel(page)
+    refs = "() => document.querySelectorAll('.andrea-train-chart path:not(.andrea-train-curve)').length"
+    assert pg.evaluate(refs) == 2
+    _set(pg, "A", "lr", "0.001")
+    assert pg.evaluate(refs) == 1
+    assert "run A is hidden" in pg.text_content(".andrea-train-refnote")
+    _set(pg, "B", "depth", "3")
+    assert pg.evaluate(refs) == 0
+    assert "run A and B is hidden" in pg.text_content(".andrea-train-refnote")
+    pg.click(".andrea-train-reset")
+    assert pg.evaluate(refs) == 2
+    assert "the defaults" in pg.text_content(".andrea-train-refnote")
+    pg.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_panels_chart_text_is_legible_and_off_the_curves(page, width):
+    """Issue 47: every text of the panel's charts is at least 10 px as shown, on a phone too, and the
+    unigram level is named in the legend under the chart, not over the curves."""
+    pg = _panel(page)
+    pg.set_viewport_size({"width": width, "height": 900})
+    pg.wait_for_timeout(300)
+    sizes = pg.evaluate(
+        """() => [...document.querySelectorAll('.andrea-train-chart')].flatMap(svg => {
+             const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+             const size = t => Number(t.getAttribute('font-size')) * scale;
+             return [...svg.querySelectorAll('text')].map(t => [t.textContent, size(t)]);
+           })"""
+    )
+    assert sizes and min(s for _, s in sizes) >= 10, sorted(sizes, key=lambda x: x[1])[:3]
+    assert not any("unigram" in text for text, _ in sizes)
+    assert "unigram level" in pg.text_content(".andrea-train-legend")
     pg.close()
 
 

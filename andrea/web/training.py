@@ -51,7 +51,7 @@ def write_site_assets(dest: Path | str) -> Path:
 # What the reader may set (the page refuses anything else by name), and what stays fixed.
 LIMITS = {
     "depth": [1, 24],
-    "layerscale": [1e-6, 1.0],
+    "layerscale": [0.0, 1.0],  # 0 is ReZero's start (chapter 7): the blocks begin switched off and learn λ
     "lr": [1e-5, 3e-2],
     "warmup": [0, 2000],
     "steps": [1, 2000],

@@ -50,8 +50,8 @@
     if (out.residual !== true && out.residual !== false)
       fail("residual must be true or false, got " + shown(s.residual));
     if (out.layerscale !== null &&
-        (typeof out.layerscale !== "number" || !(out.layerscale >= 1e-6 && out.layerscale <= 1)))
-      fail("layerscale must be null (off) or a number from 1e-6 to 1, got " + shown(s.layerscale));
+        (typeof out.layerscale !== "number" || !(out.layerscale >= 0 && out.layerscale <= 1)))
+      fail("layerscale must be null (off) or a number from 0 (ReZero's start) to 1, got " + shown(s.layerscale));
     if (!Number.isInteger(out.seed) || out.seed < 0 || out.seed > 10000)
       fail("seed must be an integer from 0 to 10000, got " + shown(s.seed));
     return out;

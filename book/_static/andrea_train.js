@@ -45,8 +45,8 @@
     if (!isInt(out.depth) || out.depth < 1 || out.depth > 96) fail("depth must be an integer from 1 to 96, got " + shown(m.depth));
     if (["pre", "post", "none"].indexOf(out.norm) < 0) fail("norm must be one of pre, post, none, got " + shown(m.norm));
     if (out.residual !== true && out.residual !== false) fail("residual must be true or false, got " + shown(m.residual));
-    if (out.layerscale !== null && !(isReal(out.layerscale) && out.layerscale >= 1e-6 && out.layerscale <= 1))
-      fail("layerscale must be null (off) or a number from 1e-6 to 1, got " + shown(m.layerscale));
+    if (out.layerscale !== null && !(isReal(out.layerscale) && out.layerscale >= 0 && out.layerscale <= 1))
+      fail("layerscale must be null (off) or a number from 0 (ReZero's start) to 1, got " + shown(m.layerscale));
     if (out.init !== "gpt2" && out.init !== "xavier") fail("init must be gpt2 or xavier, got " + shown(m.init));
     if (!isInt(out.seed) || out.seed < 0 || out.seed > 10000) fail("seed must be an integer from 0 to 10000, got " + shown(m.seed));
     return out;

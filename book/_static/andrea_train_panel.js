@@ -29,16 +29,16 @@
     return e;
   }
 
-  /* A run's settings from its form, checked against the panel's limits; an Error names the bad value. */
+  /* A run's settings from its form, checked against the panel's limits; an Error names every bad value. */
   function readRun(name, inputs, limits) {
-    var out = {};
+    var out = {}, errors = [];
     FIELDS.forEach(function (f) {
       var raw = inputs[f[0]].value.trim(), v;
       if (f[2] === "choice") v = typeof f[3][0] === "number" ? Number(raw) : raw;
       else if (f[2] === "lambda") v = raw === "" ? null : Number(raw);
       else v = Number(raw);
       var lim = limits[f[0]], bad = function (allowed) {
-        throw new Error("run " + name + ": " + f[1] + " must be " + allowed + ", got " + JSON.stringify(raw));
+        errors.push(f[1] + " must be " + allowed + ", got " + JSON.stringify(raw));
       };
       if (f[2] === "int" && !(raw !== "" && Number.isInteger(v) && v >= lim[0] && v <= lim[1]))
         bad("an integer from " + lim[0] + " to " + lim[1]);
@@ -48,7 +48,9 @@
         bad("empty (off) or a number from " + lim[0] + " to " + lim[1]);
       out[f[0]] = v;
     });
-    if (out.warmup > out.steps) throw new Error("run " + name + ": warmup steps (" + out.warmup + ") must not exceed the steps (" + out.steps + ")");
+    if (!errors.length && out.warmup > out.steps)
+      errors.push("warmup steps (" + out.warmup + ") must not exceed the steps (" + out.steps + ")");
+    if (errors.length) throw new Error("run " + name + ": " + errors.join("; "));
     return out;
   }
 
@@ -72,8 +74,15 @@
 
   /* The chart: the loss of each run against the step, the unigram level dashed, and (optional)
    * reference curves from torch, thin. A plain SVG, redrawn as steps arrive. */
+  /* The chart's width in its own units: the width it is shown at (at most 640), so that its 12-unit text is
+   * shown at 12 px on a phone too. */
+  function shownWidth(svg) {
+    var w = svg.getBoundingClientRect().width || (svg.parentNode && svg.parentNode.clientWidth) || 640;
+    return Math.round(Math.max(280, Math.min(640, w)));
+  }
+
   function drawLoss(svg, series, unigram, refs, fixedY) {
-    var W = 640, H = 300, L = 52, R = 12, T = 12, B = 40;
+    var W = shownWidth(svg), H = 300, L = 52, R = 12, T = 12, B = 40;
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var pts = [];
@@ -106,9 +115,8 @@
     add("text", {x: 14, y: (T + H - B) / 2, "text-anchor": "middle", "font-size": 12, fill: "currentColor",
                  transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"}, "training loss (nats per byte)");
     if (unigram) {
-      add("line", {x1: L, y1: y(unigram), x2: W - R, y2: y(unigram), stroke: "#666", "stroke-dasharray": "2 3"});
-      add("text", {x: W - R, y: y(unigram) - 4, "text-anchor": "end", "font-size": 12, fill: "currentColor"},
-          "unigram level (the plateau)");
+      add("line", {x1: L, y1: y(unigram), x2: W - R, y2: y(unigram), stroke: "#666", "stroke-dasharray": "2 3",
+                   class: "andrea-train-unigram"});  // named in the legend below the chart, never over the curves
     }
     function path(points, attrs) {
       var d = points.filter(function (p) { return isFinite(p[1]); })
@@ -125,13 +133,14 @@
   }
 
   function drawLambda(svg, lambdas) {
-    var W = 640, H = 160, L = 52, R = 12, T = 10, B = 34, ns = "http://www.w3.org/2000/svg";
+    var W = shownWidth(svg), H = 160, L = 52, R = 12, T = 10, B = 34, ns = "http://www.w3.org/2000/svg";
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var runs = Object.keys(lambdas).filter(function (k) { return lambdas[k]; });
     svg.style.display = runs.length ? "" : "none";  // no run with LayerScale: no empty chart's room
     if (!runs.length) return;
     var all = [].concat.apply([], runs.map(function (k) { return lambdas[k]; })).filter(function (v) { return v > 0; });
+    if (!all.length) { svg.style.display = "none"; return; }  // λ₀ = 0 (ReZero's start): nothing to draw on a log axis yet
     var lo = Math.log10(Math.min.apply(null, all)) - 0.2, hi = Math.log10(Math.max.apply(null, all)) + 0.2;
     var depth = Math.max.apply(null, runs.map(function (k) { return lambdas[k].length; }));
     function add(tag, attrs, text) {
@@ -160,6 +169,7 @@
 
   function mount(root, opts) {
     var worker = null, id = 0, state = "idle", series = {}, lambdas = {}, unigram = null, started = 0;
+    var trained = {};  // the settings each run last trained with (its torch reference is shown only at the defaults)
     var forms = {}, box = el("div", {class: "andrea-train-runs"});
     ["A", "B"].forEach(function (name) {
       var fs = el("fieldset", {class: "andrea-train-run", "data-run": name});
@@ -198,13 +208,45 @@
     lamSvg.setAttribute("class", "andrea-train-lambda");
     lamSvg.setAttribute("role", "img");
     lamSvg.setAttribute("aria-label", "mean |λ| of each block, for the runs with LayerScale");
-    [box, buttons, status, svg, lamSvg].forEach(function (e) { root.appendChild(e); });
+    var legend = el("p", {class: "andrea-train-legend"},
+                    "Solid: run A · dashed: run B · dotted grey: the unigram level (the plateau), the loss of a " +
+                    "model that ignores the context");
+    var refNote = el("p", {class: "andrea-train-refnote"});
+    [box, buttons, status, svg, legend, refNote, lamSvg].forEach(function (e) { root.appendChild(e); });
     var fixedY = null;
 
+    /* Whether run k's settings (as it trained, or as its form reads before any training) are the defaults
+     * that torch's reference curve was trained with. */
+    function atDefaults(k) {
+      var s = trained[k];
+      if (!s) {
+        try { s = readRun(k, forms[k], opts.limits); } catch (err) { return false; }
+      }
+      return FIELDS.every(function (f) {
+        var d = opts.runs[k][f[0]];
+        return (d === null || d === undefined) ? s[f[0]] === null : String(s[f[0]]) === String(d);
+      });
+    }
     function redraw() {
-      drawLoss(svg, series, unigram, opts.references || [], fixBox.checked ? fixedY : null);
+      var refs = (opts.references || []).filter(function (r) { return atDefaults(r.run); });
+      var hidden = (opts.references || []).filter(function (r) { return refs.indexOf(r) < 0; })
+        .map(function (r) { return r.run; });
+      refNote.textContent = !(opts.references || []).length ? "" : hidden.length
+        ? "Torch's reference curve for run " + hidden.join(" and ") + " is hidden: it was trained at the default " +
+          "settings, and " + (hidden.length > 1 ? "these runs' settings differ" : "this run's settings differ") +
+          " (Reset brings the defaults back)."
+        : "Thin lines: torch's mean curves for these very settings (the defaults), the reference the page is tested against.";
+      drawLoss(svg, series, unigram, refs, fixBox.checked ? fixedY : null);
       drawLambda(lamSvg, lambdas);
     }
+    Object.keys(forms).forEach(function (k) {
+      Object.keys(forms[k]).forEach(function (f) {
+        ["input", "change"].forEach(function (ev) {
+          forms[k][f].addEventListener(ev, function () { if (state === "idle") redraw(); });
+        });
+      });
+    });
+    window.addEventListener("resize", redraw);
     fixBox.addEventListener("change", function () {
       fixedY = fixBox.checked ? [Math.min(2, (unigram || 3) - 1.5), Math.max(5.6, (unigram || 3) + 1)] : null;
       redraw();
@@ -262,13 +304,23 @@
 
     train.addEventListener("click", function () {
       root.removeAttribute("data-error");
-      var runs;
+      var runs, errors = [];
       try {
         runs = ["A", "B"].map(function (name) {
-          var s = readRun(name, forms[name], opts.limits);
+          try {
+            var s = readRun(name, forms[name], opts.limits);
+          } catch (err) {
+            errors.push(err.message);
+            return null;
+          }
+          trained[name] = s;
           s.name = name;
           return message(s, opts.fixed);
         });
+        if (errors.length) {
+          trained = {};
+          throw new Error(errors.join(" · "));
+        }
         var w = getWorker();
         id += 1;
         series = {A: {points: [], steps: runs[0].train.steps}, B: {points: [], steps: runs[1].train.steps}};
@@ -312,6 +364,7 @@
           forms[name][f[0]].value = v === null || v === undefined ? "" : String(v);
         });
       });
+      trained = {};
       status.textContent = "Reset: the defaults are back.";
       redraw();
     });
