@@ -107,6 +107,8 @@ class Cell:
 
 ROLES = ("decides", "calibration", "control")
 TESTS = ("paired t", "fisher", "equivalence", "level", "every")
+# tests of ``evidence.twoway``: only a grid that lists it in ``Grid.rule_modules`` may use them
+TWOWAY_TESTS = ("interaction", "majority", "detectable")
 
 
 @dataclass(frozen=True)
@@ -142,15 +144,25 @@ class Decision:
     level: Optional[float] = None
     seeds: tuple = ()
     calibrates: str = ""  # for a calibration: the deciding regime (``what``) it calibrates; "" = all
+    # for an "interaction" (evidence.twoway): the two label matches (without, with) of the treatment whose
+    # effect on ``arm`` and on ``against`` is compared; left out of ``spec`` when None (older rules' hashes)
+    contrast: Optional[tuple] = None
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"decision {self.what!r}: role must be one of {ROLES}, got {self.role!r}")
-        if self.test not in TESTS:
-            raise ValueError(f"decision {self.what!r}: test must be one of {TESTS}, got {self.test!r}")
+        if self.test not in TESTS + TWOWAY_TESTS:
+            raise ValueError(f"decision {self.what!r}: test must be one of {TESTS + TWOWAY_TESTS}, got {self.test!r}")
+        if (self.test == "interaction") != (self.contrast is not None) or (
+            self.contrast is not None and len(self.contrast) != 2
+        ):
+            raise ValueError(
+                f"decision {self.what!r}: an interaction, and only an interaction, needs a contrast of two label "
+                f"matches (without, with the treatment), got {self.contrast!r}"
+            )
         if self.predicted not in ("positive", "negative"):
             raise ValueError(f"decision {self.what!r}: predicted must be 'positive' or 'negative'")
-        if self.test in ("paired t", "fisher", "equivalence") and self.against is None:
+        if self.test in ("paired t", "fisher", "equivalence", "interaction", "detectable") and self.against is None:
             raise ValueError(f"decision {self.what!r}: a {self.test} test needs an `against` arm")
 
     @property
@@ -158,10 +170,14 @@ class Decision:
         return self.field
 
     def spec(self) -> dict:
-        return {**asdict(self), "seeds": list(self.seeds)}
+        out = {**asdict(self), "seeds": list(self.seeds)}
+        if self.contrast is None:
+            del out["contrast"]  # a field added later: the rules written before it keep their hash
+        return out
 
     def rerun_label(self) -> dict:
-        return {**self.arm, "seed": self.seeds[0] if self.seeds else 0}
+        base = self.contrast[0] if self.contrast else {}
+        return {**self.arm, **base, "seed": self.seeds[0] if self.seeds else 0}
 
 
 @dataclass(frozen=True)
@@ -175,6 +191,18 @@ class Grid:
     # When the rule was written: "before the runs" (its deciding seeds had not run), or, for a rule
     # written after the runs it decides on, a sentence that says so (the book prints it).
     declared: str = "before the runs"
+    # Modules of rule code beyond RULE_MODULES that this grid's rule needs (``evidence.twoway``): in this
+    # grid's rule hash only, so that adding them marks no other grid's rule as changed.
+    rule_modules: tuple = ()
+
+    def __post_init__(self):
+        from . import twoway
+
+        if twoway.uses(self) and twoway.MODULE not in self.rule_modules:
+            raise ValueError(f"grid {self.name!r} uses {twoway.MODULE}'s tests: list it in rule_modules")
+        unknown = [m for m in self.rule_modules if m != twoway.MODULE]
+        if unknown:
+            raise ValueError(f"grid {self.name!r}: unknown rule modules {unknown}; allowed: {[twoway.MODULE]}")
 
     def decision_cells(self) -> list[int]:
         """The positions of every run that a declared comparison reads (both arms, its seeds): the runs
@@ -211,17 +239,17 @@ class Grid:
         that decides them (``RULE_MODULES``) and how the second machine is emulated. Kept apart from the
         runs' hash: a changed rule re-runs nothing, but the verdicts it gives on runs made under another
         rule are marked as decided by a rule changed after its runs (``rule_status``)."""
-        blob = json.dumps(
-            {
-                "rule": self.rule,
-                "declared": self.declared,
-                "decisions": [d.spec() for d in self.decisions],
-                "prediction": self.prediction,
-                "code": source_hash(RULE_MODULES),
-                "emulation": emulate.EMULATED,
-            },
-            sort_keys=True,
-        )
+        parts = {
+            "rule": self.rule,
+            "declared": self.declared,
+            "decisions": [d.spec() for d in self.decisions],
+            "prediction": self.prediction,
+            "code": source_hash(RULE_MODULES),
+            "emulation": emulate.EMULATED,
+        }
+        if self.rule_modules:  # only where listed: the other grids' hashes stay as they were
+            parts["extra code"] = source_hash(self.rule_modules)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
