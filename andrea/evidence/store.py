@@ -27,8 +27,6 @@ import multiprocessing
 import os
 import platform
 import re
-import subprocess
-import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -41,6 +39,7 @@ from ..files import atomic_write_text, cache_dir, read_cached, source_hash, writ
 from ..measure.runstats import statistic  # noqa: F401  (chapter 7 reads store.statistic)
 from . import emulate
 from .emulate import EMULATED  # noqa: F401  (how another CPU is emulated)
+from .machine import cpu_identity, die_with_parent, workers  # noqa: F401  (re-exported)
 from .runs import run_cell
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"  # andrea/results
@@ -153,13 +152,8 @@ class Decision:
             raise ValueError(f"decision {self.what!r}: role must be one of {ROLES}, got {self.role!r}")
         if self.test not in TESTS + TWOWAY_TESTS:
             raise ValueError(f"decision {self.what!r}: test must be one of {TESTS + TWOWAY_TESTS}, got {self.test!r}")
-        if (self.test == "interaction") != (self.contrast is not None) or (
-            self.contrast is not None and len(self.contrast) != 2
-        ):
-            raise ValueError(
-                f"decision {self.what!r}: an interaction, and only an interaction, needs a contrast of two label "
-                f"matches (without, with the treatment), got {self.contrast!r}"
-            )
+        if (self.test == "interaction") != (self.contrast is not None and len(self.contrast) == 2):
+            raise ValueError(f"decision {self.what!r}: an interaction (only) needs a contrast of 2 matches")
         if self.predicted not in ("positive", "negative"):
             raise ValueError(f"decision {self.what!r}: predicted must be 'positive' or 'negative'")
         if self.test in ("paired t", "fisher", "equivalence", "interaction", "detectable") and self.against is None:
@@ -200,9 +194,10 @@ class Grid:
 
         if twoway.uses(self) and twoway.MODULE not in self.rule_modules:
             raise ValueError(f"grid {self.name!r} uses {twoway.MODULE}'s tests: list it in rule_modules")
-        unknown = [m for m in self.rule_modules if m != twoway.MODULE]
-        if unknown:
-            raise ValueError(f"grid {self.name!r}: unknown rule modules {unknown}; allowed: {[twoway.MODULE]}")
+        if set(self.rule_modules) - {twoway.MODULE}:
+            raise ValueError(
+                f"grid {self.name!r}: unknown rule modules {self.rule_modules}; allowed: {[twoway.MODULE]}"
+            )
 
     def decision_cells(self) -> list[int]:
         """The positions of every run that a declared comparison reads (both arms, its seeds): the runs
@@ -303,25 +298,6 @@ def _cell_cache(cell: Cell) -> Path:
     return cache_dir() / "cells" / f"{cell.key()}-{code_hash()}.json"
 
 
-def die_with_parent(parent: int) -> None:
-    """(In a worker process.) End this worker when ``parent``, the process that started it, dies, even by
-    SIGKILL, which runs no clean-up: otherwise an idle worker waits for work forever. The parent's id is
-    passed in, not read here (a worker still starting when its parent dies would read its new parent's);
-    polled once a second."""
-    import threading
-
-    if os.getppid() != parent:
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
-
-
 def _cached_run(cell: Cell) -> Optional[dict]:
     cached = read_cached(_cell_cache(cell), code_hash())
     return None if cached is None else json.loads(cached)
@@ -338,39 +314,7 @@ def _run_cached(cell: Cell, rule: Optional[str] = None) -> dict:
     return row
 
 
-def cpu_identity() -> str:
-    """The kind of CPU this process computes on, as far as a float's last bits go: the processor's model
-    and torch's vector kernels (``ATEN_CPU_CAPABILITY`` included). Two runs of one cell on the same kind
-    are bit-identical; on another kind (an AMD against an Intel processor, AVX2 against AVX-512) they
-    differ in the last bits, which a long, unstable run can grow into visible differences."""
-    import torch
-
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    if sys.platform == "darwin":
-        r = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True)
-        model = r.stdout.strip() or model
-    return f"{model}, {torch.backends.cpu.get_cpu_capability()}"
-
-
-# ---------------------------------------------------------------------------------------------
 # Grids: run, load, check
-# ---------------------------------------------------------------------------------------------
-def workers() -> int:
-    n = os.environ.get("ANDREA_WORKERS")
-    if n:
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"ANDREA_WORKERS must be a positive integer, got {n!r}")
-        return int(n)
-    return max(1, min(2, os.cpu_count() or 1))
-
-
 def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cached_only: bool = False) -> dict:
     """Train every cell of ``grid`` (runs already stored or cached by the same code are reused), then,
     with ``emulated``, the emulated second CPU's copy of every run the grid decides on
