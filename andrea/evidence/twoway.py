@@ -139,7 +139,8 @@ def raw(rs: list, d: store.Decision, family: int = 1) -> tuple:
             return verdict.Verdict("inconclusive", f"{what}: a run diverged"), "diverged", None
         diffs = [(sides[0][0][s] - sides[0][1][s]) - (sides[1][0][s] - sides[1][1][s]) for s in sorted(seeds)]
         v = verdict.compare(diffs, d.predicted, d.margin, what=what)
-        return v, _fmt(v.interval), rule.detectable(diffs, family)
+        # compare always gives an interval here (two or more seeds)
+        return v, _fmt(v.interval), rule.detectable(diffs, family)  # type: ignore[arg-type]
     # "detectable": the power of the paired comparison arm minus against
     if d.level is None or d.against is None:
         raise ValueError(f"decision {d.what!r}: a detectable test needs `against` and a level (nats)")
