@@ -268,3 +268,38 @@ def test_the_late_break_reading_goes_both_ways_on_real_stored_runs():
     pre = [twoway.statistic(r, "late_break", 300) for r in store.pick(rs, norm="pre", lr=1e-2)]
     none = [twoway.statistic(r, "late_break", 300) for r in store.pick(rs, norm="none", lr=1e-2)]
     assert not any(pre) and any(none) and not all(none)
+
+
+def test_a_declared_grid_runs_stores_and_is_decided_under_the_rule_it_was_declared_with(tmp_path, monkeypatch):
+    """The path a declared grid's runs take (issue 49): trained runs (here made up, put in the cell cache
+    as training leaves them, both machines), stored by ``store.run``, decided by ``evaluation.evidence`` on
+    both machines, with every run stamped with the rule declared before it."""
+    import json
+
+    from andrea import files
+    from andrea.evidence import emulate
+    from andrea.training import data
+
+    name = "ch3_warmup_round3"
+    g = grids.grid(name)
+    interaction = next(d for d in g.decisions if d.test == "interaction")
+    monkeypatch.setenv("ANDREA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(store, "RESULTS", tmp_path / "results")
+    (tmp_path / "results").mkdir()
+    monkeypatch.setattr(data, "load_token_data", lambda tok: None)
+    monkeypatch.setattr(store, "code_hash", lambda: "made-up-code")  # hashing the code is slow, and not tested here
+    rows = {(r["norm"], r["warmup"], r["seed"]): r for r in _made_up_rows(g, interaction, confirm=True)}
+    extra = {"grad_norm": [], "val_step": [], "val_loss": [], "final_train_loss": 2.5, "kl_unigram": 0.0}
+    extra["monitor"] = None
+    for c in g.cells:
+        r = rows[(c.label["norm"], c.label["warmup"], c.label["seed"])]
+        run = {k: r[k] for k in store.RESULT_FIELDS if k in r} | extra | {"seconds": 1.0, "rule": g.rule_hash()}
+        run["final_val_loss"] = r["final_val_loss"]
+        code = store.code_hash()
+        files.write_cached(store._cell_cache(c), json.dumps({**run, "cpu": "made up"}).encode(), code)
+        files.write_cached(emulate._cache(c, code), json.dumps(run).encode(), code)
+    store.run(g, 1, emulated=True, cached_only=True)
+    ev = evaluation.evidence(name)
+    assert ev.rule_status == store.BEFORE and ev.missing_emulated == 0
+    assert ev.regime(interaction.what).verdict.label == "confirmed"
+    assert ev.native is not None and ev.emulated is not None and ev.native.label == ev.emulated.label
