@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..measure.runstats import statistic
 from .emulate import EMULATED
 from .emulate import finish as finish_emulated
 from .emulate import start as start_emulated
@@ -202,7 +201,9 @@ def _differences(stored: dict, fresh: dict) -> dict:
 
 
 def _stat(r: dict, decision: Decision):
-    return statistic(r, decision.field, decision.level)
+    from .twoway import statistic as any_statistic  # runstats' statistics, and evidence.twoway's
+
+    return any_statistic(r, decision.field, decision.level)
 
 
 def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict:
@@ -219,8 +220,13 @@ def margin(grid: Grid, decision: Decision, rows_: Optional[list] = None) -> dict
         )
 
     arm = sel(decision.arm)
-    if decision.test in ("fisher", "every"):
+    if decision.test in ("fisher", "every", "majority"):
         return {"kind": "count", "events": sum(bool(_stat(r, decision)) for r in arm), "runs": len(arm)}
+    if decision.test == "interaction":  # its paired interval is evidence.twoway's
+        from .twoway import raw
+
+        v = raw(rs, decision)[0]
+        return {"kind": "interval", "label": v.label, "distance": None, "n": v.interval.n if v.interval else 0}
     if decision.test == "level":
         pairs = [(_stat(r, decision), decision.level) for r in arm]
     else:

@@ -27,8 +27,6 @@ import multiprocessing
 import os
 import platform
 import re
-import subprocess
-import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -41,6 +39,7 @@ from ..files import atomic_write_text, cache_dir, read_cached, source_hash, writ
 from ..measure.runstats import statistic  # noqa: F401  (chapter 7 reads store.statistic)
 from . import emulate
 from .emulate import EMULATED  # noqa: F401  (how another CPU is emulated)
+from .machine import cpu_identity, die_with_parent, workers  # noqa: F401  (re-exported)
 from .runs import run_cell
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"  # andrea/results
@@ -107,6 +106,8 @@ class Cell:
 
 ROLES = ("decides", "calibration", "control")
 TESTS = ("paired t", "fisher", "equivalence", "level", "every")
+# tests of ``evidence.twoway``: only a grid that lists it in ``Grid.rule_modules`` may use them
+TWOWAY_TESTS = ("interaction", "majority", "detectable")
 
 
 @dataclass(frozen=True)
@@ -142,15 +143,20 @@ class Decision:
     level: Optional[float] = None
     seeds: tuple = ()
     calibrates: str = ""  # for a calibration: the deciding regime (``what``) it calibrates; "" = all
+    # for an "interaction" (evidence.twoway): the two label matches (without, with) of the treatment whose
+    # effect on ``arm`` and on ``against`` is compared; left out of ``spec`` when None (older rules' hashes)
+    contrast: Optional[tuple] = None
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"decision {self.what!r}: role must be one of {ROLES}, got {self.role!r}")
-        if self.test not in TESTS:
-            raise ValueError(f"decision {self.what!r}: test must be one of {TESTS}, got {self.test!r}")
+        if self.test not in TESTS + TWOWAY_TESTS:
+            raise ValueError(f"decision {self.what!r}: test must be one of {TESTS + TWOWAY_TESTS}, got {self.test!r}")
+        if (self.test == "interaction") != (self.contrast is not None and len(self.contrast) == 2):
+            raise ValueError(f"decision {self.what!r}: an interaction (only) needs a contrast of 2 matches")
         if self.predicted not in ("positive", "negative"):
             raise ValueError(f"decision {self.what!r}: predicted must be 'positive' or 'negative'")
-        if self.test in ("paired t", "fisher", "equivalence") and self.against is None:
+        if self.test in ("paired t", "fisher", "equivalence", "interaction", "detectable") and self.against is None:
             raise ValueError(f"decision {self.what!r}: a {self.test} test needs an `against` arm")
 
     @property
@@ -158,10 +164,14 @@ class Decision:
         return self.field
 
     def spec(self) -> dict:
-        return {**asdict(self), "seeds": list(self.seeds)}
+        out = {**asdict(self), "seeds": list(self.seeds)}
+        if self.contrast is None:
+            del out["contrast"]  # a field added later: the rules written before it keep their hash
+        return out
 
     def rerun_label(self) -> dict:
-        return {**self.arm, "seed": self.seeds[0] if self.seeds else 0}
+        base = self.contrast[0] if self.contrast else {}
+        return {**self.arm, **base, "seed": self.seeds[0] if self.seeds else 0}
 
 
 @dataclass(frozen=True)
@@ -175,6 +185,19 @@ class Grid:
     # When the rule was written: "before the runs" (its deciding seeds had not run), or, for a rule
     # written after the runs it decides on, a sentence that says so (the book prints it).
     declared: str = "before the runs"
+    # Modules of rule code beyond RULE_MODULES that this grid's rule needs (``evidence.twoway``): in this
+    # grid's rule hash only, so that adding them marks no other grid's rule as changed.
+    rule_modules: tuple = ()
+
+    def __post_init__(self):
+        from . import twoway
+
+        if twoway.uses(self) and twoway.MODULE not in self.rule_modules:
+            raise ValueError(f"grid {self.name!r} uses {twoway.MODULE}'s tests: list it in rule_modules")
+        if set(self.rule_modules) - {twoway.MODULE}:
+            raise ValueError(
+                f"grid {self.name!r}: unknown rule modules {self.rule_modules}; allowed: {[twoway.MODULE]}"
+            )
 
     def decision_cells(self) -> list[int]:
         """The positions of every run that a declared comparison reads (both arms, its seeds): the runs
@@ -211,17 +234,17 @@ class Grid:
         that decides them (``RULE_MODULES``) and how the second machine is emulated. Kept apart from the
         runs' hash: a changed rule re-runs nothing, but the verdicts it gives on runs made under another
         rule are marked as decided by a rule changed after its runs (``rule_status``)."""
-        blob = json.dumps(
-            {
-                "rule": self.rule,
-                "declared": self.declared,
-                "decisions": [d.spec() for d in self.decisions],
-                "prediction": self.prediction,
-                "code": source_hash(RULE_MODULES),
-                "emulation": emulate.EMULATED,
-            },
-            sort_keys=True,
-        )
+        parts = {
+            "rule": self.rule,
+            "declared": self.declared,
+            "decisions": [d.spec() for d in self.decisions],
+            "prediction": self.prediction,
+            "code": source_hash(RULE_MODULES),
+            "emulation": emulate.EMULATED,
+        }
+        if self.rule_modules:  # only where listed: the other grids' hashes stay as they were
+            parts["extra code"] = source_hash(self.rule_modules)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -275,25 +298,6 @@ def _cell_cache(cell: Cell) -> Path:
     return cache_dir() / "cells" / f"{cell.key()}-{code_hash()}.json"
 
 
-def die_with_parent(parent: int) -> None:
-    """(In a worker process.) End this worker when ``parent``, the process that started it, dies, even by
-    SIGKILL, which runs no clean-up: otherwise an idle worker waits for work forever. The parent's id is
-    passed in, not read here (a worker still starting when its parent dies would read its new parent's);
-    polled once a second."""
-    import threading
-
-    if os.getppid() != parent:
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
-
-
 def _cached_run(cell: Cell) -> Optional[dict]:
     cached = read_cached(_cell_cache(cell), code_hash())
     return None if cached is None else json.loads(cached)
@@ -310,39 +314,7 @@ def _run_cached(cell: Cell, rule: Optional[str] = None) -> dict:
     return row
 
 
-def cpu_identity() -> str:
-    """The kind of CPU this process computes on, as far as a float's last bits go: the processor's model
-    and torch's vector kernels (``ATEN_CPU_CAPABILITY`` included). Two runs of one cell on the same kind
-    are bit-identical; on another kind (an AMD against an Intel processor, AVX2 against AVX-512) they
-    differ in the last bits, which a long, unstable run can grow into visible differences."""
-    import torch
-
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    if sys.platform == "darwin":
-        r = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True)
-        model = r.stdout.strip() or model
-    return f"{model}, {torch.backends.cpu.get_cpu_capability()}"
-
-
-# ---------------------------------------------------------------------------------------------
 # Grids: run, load, check
-# ---------------------------------------------------------------------------------------------
-def workers() -> int:
-    n = os.environ.get("ANDREA_WORKERS")
-    if n:
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"ANDREA_WORKERS must be a positive integer, got {n!r}")
-        return int(n)
-    return max(1, min(2, os.cpu_count() or 1))
-
-
 def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cached_only: bool = False) -> dict:
     """Train every cell of ``grid`` (runs already stored or cached by the same code are reused), then,
     with ``emulated``, the emulated second CPU's copy of every run the grid decides on

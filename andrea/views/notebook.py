@@ -190,6 +190,9 @@ _TESTS = {
     "equivalence": "equivalence (TOST)",
     "level": "one-sample t",
     "every": "every run",
+    "interaction": "paired t on the difference of differences",
+    "majority": "binomial against one half",
+    "detectable": "detectable effect (80 % power)",
 }
 _ROLES = {"decides": "deciding", "calibration": "calibration", "control": "control"}
 _FIELDS = {
@@ -200,6 +203,7 @@ _FIELDS = {
     "reached_level": "runs that reached the level",
     "gain_over_unigram": "nats below the unigram entropy",
     "lambda_mean": "mean |λ| at the end",
+    "late_break": "runs that break after a stable stretch",
 }
 
 

@@ -1,0 +1,170 @@
+"""Chapter 8's probe rule version 5 (``locate``) made runnable: the two models that decide it, and their probes.
+
+Each replica is chapter 8's model (``model.CONFIG``, ``model.TRAIN``) trained from another seed
+(``locate.MODEL_SEEDS``) on the same corpus with the shipped tokenizer, so that the shipped evaluation set
+reads it; its weights, its untrained self and its version-5 probes are kept under ``REPLICAS/seed-<s>``.
+Nothing here changes the shipped model, its probes (version 4) or their keys (``model.PROBE_CODE``).
+
+    python -m andrea.trained.replicas train 1     # about 45 minutes on 2 free cores
+    python -m andrea.trained.replicas probe 1     # a few minutes
+    python -m andrea.trained.replicas decide      # version 5's verdict, once both replicas are probed
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from ..files import atomic_write_text
+from ..model.transformer import Andrea
+from . import locate, model, probes
+
+REPLICAS = model.RESULTS / "replicas"
+
+
+def folder(seed: int) -> Path:
+    if seed not in locate.MODEL_SEEDS:
+        raise ValueError(f"a version-5 replica's seed must be one of {locate.MODEL_SEEDS}, got {seed!r}")
+    return REPLICAS / f"seed-{seed}"
+
+
+def train_replica(seed: int, out_dir: Optional[Path] = None, progress: bool = True) -> Path:
+    """Train chapter 8's model from training seed ``seed`` (resuming an interrupted run in ``out_dir``) and
+    store its weights and log in ``folder(seed)``."""
+    from ..training.train import train
+
+    where = folder(seed)
+    out_dir = Path(out_dir or f"runs/replica-{seed}")
+    t = replace(model.TRAIN, seed=seed)
+    data = model.corpus.token_data(model.tokenizer(), model.corpus.manual_docs())
+    resume = (out_dir / "last.pt").is_file()
+    t0 = time.perf_counter()
+    result = train(model.CONFIG, t, data, device="cpu", out_dir=out_dir, resume=resume, progress=progress)
+    if result.interrupted or result.diverged:
+        raise RuntimeError(f"replica {seed}: training stopped or diverged; nothing stored (rerun to resume)")
+    where.mkdir(parents=True, exist_ok=True)
+    sha = model.export(result.model.eval(), where / "model.safetensors")
+    log = {"seed": seed, "weights_sha256": sha, "train": asdict(t), "seconds": round(time.perf_counter() - t0, 1)}
+    atomic_write_text(where / "trained.json", json.dumps(log, indent=1) + "\n")
+    return where
+
+
+def load_replica(seed: int) -> Andrea:
+    """Replica ``seed``'s weights (SHA-256 checked against its log), float32, eval mode."""
+    from safetensors.torch import load as st_load
+
+    where = folder(seed)
+    blob = (where / "model.safetensors").read_bytes()
+    want = json.loads((where / "trained.json").read_text(encoding="utf-8"))["weights_sha256"]
+    if hashlib.sha256(blob).hexdigest() != want:
+        raise ValueError(f"{str(where / 'model.safetensors')!r} does not match its log's SHA-256: altered")
+    m = Andrea(model.CONFIG)
+    m.load_state_dict({k: v.float() for k, v in st_load(blob).items()}, strict=False)
+    return m.eval()
+
+
+def untrained_replica(seed: int) -> Andrea:
+    torch.manual_seed(seed)
+    return Andrea(model.CONFIG).eval()
+
+
+@torch.no_grad()
+def planted_at(m, ids: np.ndarray, bits: np.ndarray, block: int, batch: int = 16) -> np.ndarray:
+    """``probes.planted_features`` with the bit planted on block ``block``'s output (version 4: block 4)."""
+    saved = dict(probes.PLANT)
+    probes.PLANT["block"] = block
+    try:
+        return probes.planted_features(m, ids, bits, batch)
+    finally:
+        probes.PLANT.clear()
+        probes.PLANT.update(saved)
+
+
+def probe_task(task: probes.Task, es: dict, feats: np.ndarray, seeds: int = probes.PROBE_SEEDS) -> dict:
+    """``probes.probe_task`` with version 5's probe seeds (``locate.SEED_BASE``); a planted calibration's
+    labels are version 4's planted bits."""
+    labels_of = replace(task, name="planted") if task.name.startswith("planted at block") else task
+    saved = probes.SEED_BASE
+    probes.SEED_BASE = locate.SEED_BASE
+    try:
+        if labels_of is task:
+            return probes.probe_task(task, es, feats, seeds)
+        real = probes.task_data
+        probes.task_data = lambda t, e: real(labels_of, e)  # type: ignore[assignment]
+        try:
+            return probes.probe_task(task, es, feats, seeds)
+        finally:
+            probes.task_data = real
+    finally:
+        probes.SEED_BASE = saved
+
+
+def run_probes(trained, untrained, es: dict, seeds: int = probes.PROBE_SEEDS) -> dict:
+    """Every version-5 task (``locate.tasks``) on a model and its untrained self."""
+    out: dict = {t.name: {} for t in locate.tasks()}
+    for name, m in (("trained", trained), ("untrained", untrained)):
+        for text in ("prose", "code"):
+            feats = probes.features(m, es[f"{text}_ids"])
+            for task in locate.tasks():
+                if task.text != text:
+                    continue
+                use = feats
+                if task.name.startswith("planted at block") and name == "trained":
+                    bits = probes.task_data(replace(task, name="planted"), es)[1]
+                    use = planted_at(m, es[f"{text}_ids"], bits, int(task.name.rsplit(" ", 1)[1]))
+                out[task.name][name] = probe_task(task, es, use, seeds)
+    return out
+
+
+def readings(found: dict) -> dict:
+    return {t.name: locate.reading(t, found[t.name]) for t in locate.tasks()}
+
+
+def probe_replica(seed: int) -> Path:
+    es = model.eval_set()
+    found = run_probes(load_replica(seed), untrained_replica(seed), es)
+    blob = {"rule_version": locate.RULE_VERSION, "seed": seed, "found": model._to_json(found)}
+    path = folder(seed) / "probes.json"
+    atomic_write_text(path, json.dumps(blob) + "\n")
+    return path
+
+
+def decide():
+    """Version 5's verdict from the replicas' stored probes: ({task: Verdict}, the claim's Verdict)."""
+    per_model = []
+    for s in locate.MODEL_SEEDS:
+        blob = json.loads((folder(s) / "probes.json").read_text(encoding="utf-8"))
+        per_model.append(readings(model._from_json(blob["found"])))
+    return locate.decide(per_model)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m andrea.trained.replicas", description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=("train", "probe", "decide"))
+    p.add_argument("seed", nargs="?", type=int)
+    a = p.parse_args(argv)
+    if a.what != "decide" and a.seed not in locate.MODEL_SEEDS:
+        p.exit(2, f"{p.prog}: error: seed must be one of {locate.MODEL_SEEDS}, got {a.seed!r}\n")
+    if a.what == "train":
+        print(f"replica {a.seed}: stored in {train_replica(a.seed)}")
+    elif a.what == "probe":
+        print(f"replica {a.seed}: probes stored in {probe_replica(a.seed)}")
+    else:
+        per_task, claim = decide()
+        for name, v in per_task.items():
+            print(f"{name:22s} {v.label}: {v.reason}")
+        print(f"claim: {claim}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
