@@ -27,16 +27,15 @@ def _cmp(a: dict, b: dict):
 
 
 def test_numbers_agree_within_their_kind_and_words_must_be_identical():
-    same = {
-        "01_residual": {"glue kl_max": "0.8234", "glue res_words": "This is an identity.", "verdict 1 (c)": "confirmed"}
-    }
+    page = "01_residual_evidence"
+    same = {page: {"glue kl_max": "0.8234", "glue res_words": "This is an identity.", "verdict 1 (c)": "confirmed"}}
     assert not _cmp(same, same)
-    rounded = {"01_residual": {**same["01_residual"], "glue kl_max": "0.8235"}}  # one unit of the last digit
+    rounded = {page: {**same[page], "glue kl_max": "0.8235"}}  # one unit of the last digit
     assert not _cmp(same, rounded)
-    moved = {"01_residual": {**same["01_residual"], "glue kl_max": "0.8300"}}
+    moved = {page: {**same[page], "glue kl_max": "0.8300"}}
     [d] = _cmp(same, moved)
     assert d.key == "glue kl_max" and d.a == "0.8234" and d.b == "0.8300" and "exact tolerance" in d.why
-    words = {"01_residual": {**same["01_residual"], "glue res_words": "This is not an identity."}}
+    words = {page: {**same[page], "glue res_words": "This is not an identity."}}
     [d] = _cmp(same, words)
     assert "words differ" in d.why
 

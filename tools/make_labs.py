@@ -126,7 +126,22 @@ ratios = [E.probe(E.Setting(depth=48, seed=s)).grad_ratio for s in range(5)]
 print("embeddings/top gradient over 5 seeds:", [round(x, 3) for x in ratios])
 """),
     md("""
-**5.** Extreme settings: post-norm at depth 96 with λ₀ = 1, and no normalisation at depth 96 with the
+**5.** Question 4 kept the residual path on. Switch it off at depth 48 and compare the widths 64, 128
+and 256, then a few seeds at each width. How far apart are the readings, and how far apart are they
+with the path on? What does that tell you about drawing a conclusion from one residual-free curve?
+(Hint for width 64: chapter 1's evidence page shows the stream falling below √ε, where LayerNorm's ε
+takes over.)
+"""),
+    code("""
+for residual in (False, True):
+    for width in (64, 128, 256):
+        ratios = [E.probe(E.Setting(depth=48, residual=residual, width=width,
+                                    seed=s)).grad_ratio for s in range(5)]
+        print(f"residual {'on ' if residual else 'off'}, width {width:3d}:",
+              f"{min(ratios):.2g} to {max(ratios):.2g} over 5 seeds")
+"""),
+    md("""
+**6.** Extreme settings: post-norm at depth 96 with λ₀ = 1, and no normalisation at depth 96 with the
 residual path off. The explorer shows them as what they are instead of failing.
 """),
     code("""

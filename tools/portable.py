@@ -97,15 +97,22 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "01_residual": {
         "exact": (
-            "cause_words controls_same controls_words deep_depths emb_rms eps_ratio_48 eps_ratio_96 "
-            "gap_max gap_min grows_words growth_exp identity_words kl_max leave_words "
-            "lr_words move_first move_last needs_verdict nores_ratio_12 nores_ratio_24 nores_ratio_48 "
-            "nores_ratio_96 nores_stream_48 noscale_ratio_48 plateau_words rank_nores_6 rank_res_48 "
-            "res_ratio_96 res_words rescue_words shallow_words share_blocks share_emb share_final "
-            "share_pythag sqrt_eps stuck_words tr_*"
+            "cause_words deep_depths emb_rms explorer_words gap_max gap_min growth_exp identity_words move_first "
+            "move_last nores_ratio_12 nores_ratio_24 nores_ratio_48 nores_ratio_96 plateau_words rank_nores_6 "
+            "rank_res_48 res_ratio_96 share_blocks share_emb share_final share_pythag train_words tr_*"
         ),
         # max |by hand - block| and the stream's summation errors; a collapsed residual at float32's epsilon
         "rounding": "rank_nores_48 same sum_err*",
+    },
+    "01_residual_evidence": {
+        "exact": (
+            "cause_words controls_same controls_words cpu_minutes deep_depths device eps_ratio_48 eps_ratio_96 "
+            "gap_max gap_min grows_words kl_max leave_words lr_words needs_verdict n_runs nores_ratio_12 "
+            "nores_ratio_48 nores_stream_48 noscale_ratio_48 plateau_words prediction res_ratio_96 res_words "
+            "rescue_words rule_when shallow_words sqrt_eps stuck_words torch tr_unigram"
+        ),
+        # max |by hand - block| and the float64 summation error: rounding errors themselves
+        "rounding": "same sum_err64",
     },
     "02_layernorm": {
         "exact": (
@@ -136,6 +143,10 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "total_m w1 w12m w1m w_gel w_swi"
         ),
         "timing": "t_ratio",
+    },
+    "04_mlp_evidence": {
+        "exact": "b_extra mlp_block mlp_share mlp_total ratio share_label swi_h total w1 w12 w2 w_swi",
+        "rounding": "diff",  # max |by hand - MLP|: float32's rounding
     },
     "05_gelu": {
         "exact": (
@@ -205,6 +216,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
 # measured text is a rounding error.
 MEASURED_KINDS = {
     "01_residual": {"measured *Each block learns a refinement*": "rounding"},  # a float64 summation error
+    "01_residual_evidence": {"measured *Each block learns a refinement*": "rounding"},
     "02_layernorm": {"measured *LayerNorm brings*": "rounding", "measured *y = gamma*": "rounding"},
     "03_prenorm_postnorm": {"measured *Post-norm (the 2017 original)*": "rounding"},  # |RMS - 1| in float32
     "05_gelu": {"measured *GELU(x) = x * Phi(x)*": "rounding"},  # float64 vs torch: a rounding error
