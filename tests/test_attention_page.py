@@ -468,6 +468,29 @@ def test_phone_width_fits_and_stays_readable(browser, pages, hf, dark):
         p.close()
 
 
+@pytest.mark.parametrize("touch", [True, False], ids=["phone", "desktop"])
+def test_a_tap_or_click_on_a_cell_shows_its_tokens(browser, pages, hf, touch):
+    """Issue 47: a touch screen has no hover, so the viewer says "tap" there ("hover over or click" with a
+    mouse), and a tap or a click on a cell writes that cell's query, key and weight under the heatmap."""
+    ctx = browser.new_context(viewport={"width": 390 if touch else 1000, "height": 900}, has_touch=touch,
+                              is_mobile=touch)  # fmt: skip
+    ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith(pages.base) else r.abort())
+    pg = ctx.new_page()
+    try:
+        pg.goto(pages.base + "book/attention.html", wait_until="load")
+        long = " ".join(["the model reads each word then looks back"] * 4)  # enough tokens to label one in two
+        pg.fill(f"#{EL} textarea", long)
+        assert wait_state(pg, ("drawn", "error")) == "drawn"
+        said = pg.text_content(f"#{EL} .andrea-attention-look")
+        assert ("tap a cell" in said) == touch and ("hover over or click a cell" in said) == (not touch), said
+        cell = pg.locator(f"#{EL} rect[data-q='5'][data-k='2']")
+        cell.tap() if touch else cell.click()
+        picked = pg.text_content(f"#{EL} .andrea-attention-picked")
+        assert picked.startswith("query 6 ") and "→ key 3 " in picked, picked
+    finally:
+        ctx.close()
+
+
 def test_bad_options_and_files_are_reported_not_thrown(browser, pages):
     p = Page(browser, pages.base, "book/blank.html")
     try:

@@ -122,13 +122,14 @@ def explorer_chart(
     # Unbound here: on the site, the page's controls set them and its model measures any setting
     # off the grid (book/_static/andrea_explorer.js); the shipped rows are width 128, seed 0, and a chapter
     # that opens at another width adds its setting's rows, measured when the page is built.
-    wid = alt.param(name="width", value=width)
+    # (not "width": that name is Vega's own signal for a view's width, so the model's width would size the plots)
+    wid = alt.param(name="model_width", value=width)
     seed = alt.param(name="seed", value=0)
     prefix = alt.param(name="readout", value=READOUT)  # the page sets READOUT_SHORT on a phone
 
     data = alt.InlineData(values=_csv(rows), format={"type": "csv", "parse": {c: "number" for c in NUMERIC}})
     base = alt.Chart(data)
-    same_model = f"(datum.width || {E.DEFAULT_WIDTH}) == width && (datum.seed || 0) == seed"
+    same_model = f"(datum.width || {E.DEFAULT_WIDTH}) == model_width && (datum.seed || 0) == seed"
     current = base.transform_filter(
         f"datum.lam == lam && datum.depth == depth && datum.norm == norm && datum.res == res && {same_model}"
     ).transform_calculate(series="'this setting'")
@@ -146,7 +147,9 @@ def explorer_chart(
     x = alt.X("boundary:Q", title="block boundary (0 = embeddings)", axis=alt.Axis(tickMinStep=1))
 
     def panel(field: str, ytitle: str, title: str):
-        y = alt.Y(f"{field}:Q", title=ytitle, scale=alt.Scale(type="log"))
+        # one tick format on every log axis: 1e-7, 1e-3, 1 (Vega's default mixes 0.000001 with 1e-7)
+        ticks = alt.Axis(labelExpr="replace(replace(format(datum.value, '.0e'), 'e+', 'e'), 'e0', '')")
+        y = alt.Y(f"{field}:Q", title=ytitle, scale=alt.Scale(type="log"), axis=ticks)
         tip = [alt.Tooltip("boundary:Q"), alt.Tooltip(f"{field}:Q", format=".3g")]
         ref = reference.mark_line(strokeWidth=3, opacity=0.55).encode(x=x, y=y, color=color, tooltip=tip)
         cur = current.mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=18)).encode(

@@ -21,6 +21,9 @@
  */
 (function (root) {
   "use strict";
+  // What a reader does to see a cell's tokens: a touch screen has no hover.
+  var POINT = typeof window !== "undefined" && window.matchMedia && window.matchMedia("(hover: none)").matches
+    ? "tap" : "hover over or click";
   var MAX_TOKENS = 64;  // the viewer's limit: a readable heatmap, and a forward pass of well under a second
   var GELU_C = Math.sqrt(2 / Math.PI);
   var MODELS = ["trained", "untrained"];
@@ -660,6 +663,14 @@
     var look = html("p", {class: "andrea-attention-look", "aria-live": "polite"});
     el.appendChild(controls);
     el.appendChild(figure);
+    // A cell's or a label's tokens, for a tap (a touch screen shows no hover tooltip) or a click.
+    var picked = html("p", {class: "andrea-attention-picked", "aria-live": "polite"});
+    el.appendChild(picked);
+    figure.addEventListener("click", function (e) {
+      var node = e.target.closest ? e.target.closest("rect[data-q], g") : null;
+      var title = node && node.querySelector(":scope > title");
+      picked.textContent = title ? title.textContent : "";
+    });
     el.appendChild(look);
 
     var state = {model: opts.model === undefined ? "trained" : opts.model, block: opts.block === undefined ? 1 : opts.block,
@@ -694,7 +705,7 @@
       figure.setAttribute("aria-label", "Heatmap of block " + state.block + ", head " + state.head + "'s attention weights over " +
                           T + " tokens, " + (r.model === "trained" ? "trained" : "untrained") + " model");
       var what = "Block " + state.block + ", head " + state.head + " of " + WHO[r.model] + ", on your " + T + " token" +
-        (T === 1 ? "" : "s") + (geo.step > 1 ? " (one in " + geo.step + " labelled; hover a cell for its tokens)" : "") +
+        (T === 1 ? "" : "s") + (geo.step > 1 ? " (one in " + geo.step + " labelled; " + POINT + " a cell for its tokens)" : "") +
         ". Row t is token t (the query) sharing its attention among itself and the tokens before it (the keys): " +
         "each row sums to 1, and nothing lies above the diagonal, since a token never sees the ones after it. ";
       var stats = T > 1 ? "This head: evenness " + ent.toFixed(2) + " (1 = spread evenly over the visible tokens); " +

@@ -209,7 +209,7 @@
 
       function draw(s, pending) {
         view.signal("lam", lamLabel(s.layerscale)).signal("depth", s.depth).signal("norm", s.norm)
-          .signal("res", s.residual ? "on" : "off").signal("width", s.width).signal("seed", s.seed)
+          .signal("res", s.residual ? "on" : "off").signal("model_width", s.width).signal("seed", s.seed)
           .signal("yfix", s.yfix || "fit");
         return view.runAsync().then(function () {
           return new Promise(function (ok) { requestAnimationFrame(function () { ok(); }); });
