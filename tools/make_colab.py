@@ -80,6 +80,7 @@ def plain_markdown(text: str, values: dict, titles: dict) -> str:
     text = re.sub(r"\{doc\}`([^`]+)`", lambda m: f"*{titles.get(Path(m.group(1)).stem, Path(m.group(1)).stem)}*", text)
     text = re.sub(r"\{cite\}`([^`]+)`", lambda m: "[" + m.group(1).replace(",", "; ") + "]", text)
     text = re.sub(r"\{numref\}`[^`]+`", "the figure", text)
+    text = re.sub(r"\{term\}`([^`<]+?)(?: <[^>]+>)?`", lambda m: m.group(1).strip(), text)  # glossary links
     text = re.sub(
         r"\{ref\}`([^`<]+?)(?: <[^>]+>)?`",
         lambda m: "the appendix section" if m.group(1).startswith("app-") else m.group(1),
@@ -166,6 +167,9 @@ def colab_notebook(executed: Path) -> nbformat.NotebookNode:
                 spec = _vegalite_from_html(html) if 'class="andrea-explorer"' in html else None
                 if spec is not None:
                     out["data"] = {VEGALITE: spec, "text/plain": "Precomputed gradient-flow explorer (Vega-Lite)"}
+                if "text/markdown" in data:  # computed prose ("What we found"): its MyST links as plain words
+                    md = data["text/markdown"]
+                    data["text/markdown"] = plain_markdown("".join(md) if isinstance(md, list) else md, values, titles)
                 if "image/png" in data:  # the site's phone rendering is of no use in Colab
                     data["image/png"] = _without_phone(data["image/png"])
                 outs.append(out)

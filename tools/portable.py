@@ -178,19 +178,16 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "08_trained": {
         "exact": (
-            "along_1 along_late along_u bigram calib_words copy_words ctx dist_t_min dist_u early_words "
-            "ent_t_min ent_u_min epochs files_train files_val first_rand g1_hi g1_lo g2_hi g2_lo gain_prose "
-            "gain_rand gf heads ind_prose ind_rand ind_u_prose ind_where kl_11 kl_6 lens_0 lens_12 lens_6 "
-            "lens_9 lens_u margin mb minutes move_first move_hi move_lo move_u_first move_u_last n_modules "
-            "n_pages n_params n_probe_test n_probe_train n_seeds off_hi off_lo off_t off_u overall_label "
-            "overall_why planted_late planted_mid prev_words rand_words ratio_t ratio_u repeat_gain rms_b1 "
-            "rms_emb rms_growth_u rms_top second_prose tok_s tok_seen tok_train train_final uniform_ce "
-            "unigram unrep val_final width win_t win_t_min win_u win_words words_*"
+            "along_1 along_late bigram copy_words ctx dist_t_min dist_u ent_t_min ent_u_min epochs files_train "
+            "files_val g1_hi g1_lo g2_hi g2_lo gf heads ind_prose ind_u_prose ind_where kl_11 kl_6 lens_0 lens_12 "
+            "lens_6 lens_9 lens_u mb minutes move_first move_hi move_lo move_u_first move_u_last n_params off_t "
+            "off_u prev_words ratio_t ratio_u repeat_gain rms_b1 rms_emb tok_seen tok_train train_final unigram "
+            "val_final width win_t win_t_min win_u win_words"
         ),
     },
     "checking": {
         "exact": (
-            "cal_label cal_words ci_words d_hi d_lo d_max d_mean d_min emu_words holm_words ln256 lower_words "
+            "cal_label cal_words ci_words d_hi d_lo d_max d_mean d_min emu_words ln256 lower_words "
             "n_regimes n_seeds post_label pre_label round2_words t_quantile"
         ),
     },
