@@ -146,9 +146,8 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "06_stack": {
         "exact": (
-            "alike_reason doc_sum_m emb emb_doc_m emb_m "
-            "emb_norm ent_min gap_m ln_norm out_norm pos position same_hi same_lo sqrt_d stack_first "
-            "stack_last total total_m trend_words trunk_m trunk_share trunk_share_doc untied_m"
+            "doc_sum_m emb emb_doc_m emb_m emb_norm ent_min gap_m ln_norm out_norm pos position same_hi same_lo "
+            "sqrt_d stack_first stack_last total total_m trend_words trunk_m trunk_share untied_m"
         ),
     },
     "07_layerscale": {
