@@ -74,9 +74,15 @@ def glue_overflow(sweep: dict, scales: list) -> None:
         "pre_finite_words",
         f"stays finite at every factor up to {max(scales)}" if pre_finite else "also becomes non-finite at some factor",
     )
+    glue("overflow_label", overflow_verdict(sweep).label)
+
+
+def overflow_verdict(sweep: dict) -> verdict.Verdict:
+    """ "Normalisation keeps activations in a stable range", decided from the weight-scale sweep."""
+    scales = sweep["none"]["scale"]
+    first_bad = next((s for s, ok in zip(scales, sweep["none"]["finite"]) if not ok), None)
     first_bad_pre = next((s for s, ok in zip(scales, sweep["pre"]["finite"]) if not ok), None)
-    m = dict(first_bad=first_bad, first_bad_pre=first_bad_pre, top=max(scales))
-    glue("overflow_label", _overflow_verdict(m).label)
+    return _overflow_verdict(dict(first_bad=first_bad, first_bad_pre=first_bad_pre, top=max(scales)))
 
 
 def norm_lr_said() -> Markdown:
@@ -531,5 +537,6 @@ __all__ = [
     "norm_lr_setup",
     "overflow_evidence",
     "overflow_table",
+    "overflow_verdict",
     "training_figure",
 ]
