@@ -154,7 +154,7 @@ def test_colab_copy_reads_like_the_book(path):
     copy_code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     assert copy_code == chapter_code, f"colab/{copy.name} is out of date: run `make book`"
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    for leftover in ("{glue", "```{", "{doc}", "{cite}", "{numref}", "{ref}"):
+    for leftover in ("{glue", "```{", "{doc}", "{cite}", "{numref}", "{ref}", "{term}"):
         assert leftover not in text, f"colab/{copy.name}: MyST markup {leftover!r} left in the text"
     images = sum("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
     figures = len(re.findall(r"mystnb:\n  figure:", path.read_text()))

@@ -80,6 +80,7 @@ def plain_markdown(text: str, values: dict, titles: dict) -> str:
     text = re.sub(r"\{doc\}`([^`]+)`", lambda m: f"*{titles.get(Path(m.group(1)).stem, Path(m.group(1)).stem)}*", text)
     text = re.sub(r"\{cite\}`([^`]+)`", lambda m: "[" + m.group(1).replace(",", "; ") + "]", text)
     text = re.sub(r"\{numref\}`[^`]+`", "the figure", text)
+    text = re.sub(r"\{term\}`([^`<]+?)(?: <[^>]+>)?`", lambda m: m.group(1).strip(), text)  # glossary links
     text = re.sub(
         r"\{ref\}`([^`<]+?)(?: <[^>]+>)?`",
         lambda m: "the appendix section" if m.group(1).startswith("app-") else m.group(1),
