@@ -28,6 +28,7 @@ def test_toc_parts_and_files_exist():
         "Inside one block",
         "The stack",
         "Labs",
+        "Evidence",
         "Appendix",
     ]
     for f in toc_files() + [TOC["root"]]:
@@ -37,7 +38,9 @@ def test_toc_parts_and_files_exist():
         assert f"book/{ch.stem}" in listed
     for lab in LABS:
         assert f"notebooks/{lab.stem}" in listed
-    assert {"book/checking", "book/papers", "book/notation", "book/references"} <= listed
+    assert {"book/checking", "book/papers", "book/notation", "book/glossary", "book/references"} <= listed
+    for ch in CHAPTERS:  # issue 47: each lesson's evidence page
+        assert f"book/evidence/{ch.stem}_evidence" in listed
 
 
 def source_text(path):
