@@ -65,8 +65,8 @@ def warmup_found() -> str:
     }.get(label, "Whether post-norm needs a learning-rate {term}`warmup` is not settled by our runs")
     return (
         f"{said}: trained for {steps:,} steps at a peak learning rate of {lr:g}, it ended "
-        f"{big.verdict.interval.mean:.2f} nats higher without warmup than with it, and {stuck} of {len(cold)} runs "
-        "without warmup were still on the plateau at the end."
+        f"{big.verdict.interval.mean:.2f} {{term}}`nats` higher without warmup than with it, and {stuck} of "
+        f"{len(cold)} runs without warmup were still stuck on the {{term}}`plateau` at the end."
     )
 
 

@@ -64,8 +64,8 @@ def wirings_words() -> Markdown:
         f"{flat:.3f}), with one jump at the bottom: {post.grad_rms[0] / post.grad_rms[1]:.1f} times larger at the "
         f"embeddings than at boundary 1, the first LayerNorm dividing by the embeddings' RMS "
         f"(1/RMS = {1 / post.act_rms[0]:.1f}).",
-        f"ANDREA's preset (`ANDREA_120M.norm`) is `{ANDREA_120M.norm}`; GPT-2 {{cite}}`radford2019language` and "
-        "LLaMA {cite}`touvron2023llama` are pre-norm by their papers.",
+        f"ANDREA's preset (`ANDREA_120M.norm`) is `{ANDREA_120M.norm}`; GPT-2 (Radford et al. 2019) and LLaMA "
+        "(Touvron et al. 2023) are pre-norm by their papers.",
     )
 
 
