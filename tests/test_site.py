@@ -480,7 +480,7 @@ def test_exercises_are_numbered_with_folded_solutions(browser, server, site):
 TRAINING_PAGES = {
     "book/evidence/01_residual_evidence.html": ["ch1_residual"],  # issue 47: the grid's evidence, shown open
     "book/evidence/02_layernorm_evidence.html": ["ch2_norm_lr", "ch2_final_ln", "ch2_held_lr"],  # issue 47: shown open
-    "book/03_prenorm_postnorm.html": ["ch3_warmup"],
+    "book/evidence/03_prenorm_postnorm_evidence.html": ["ch3_warmup", "ch3_warmup_round2", "ch3_panel"],  # shown open
     "book/05_gelu.html": ["ch5_activation"],
     "book/07_layerscale.html": ["ch7_layerscale"],
     "book/papers.html": ["app_rezero", "app_layerscale_kind"],

@@ -124,12 +124,8 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "03_prenorm_postnorm": {
         "exact": (
-            "amp_g48 amp_words amp_x48 best_post best_pre dec_warmup escape_table g_post_over_pre "
-            "g_post_w g_pre_w hi_lr hi_post_nw hi_post_w hi_pre inv_emb_rms margin n_diverged "
-            "n_plateau n_plateau_post plateau_counts plateau_kl post_grad_flat post_grad_jump post_needs_reason "
-            "post_needs_verdict pre_act_growth pre_kl_min pre_reason pre_verdict unigram warm_calib "
-            "warm_pre warm_verdict warm_words worst_pre x_post_over_pre x_post_w x_pre_w tr_* "
-            "budget_words r2_*"
+            "amp_g48 amp_words amp_x48 budget_words early_words g_post_over_pre mean_lr_cut post_grad_jump "
+            "pre_act_growth pre_warmup_words stable_words unigram warmup_words x_post_over_pre tr_* r2_*"
         ),
         # |RMS - 1| after the last LayerNorm: ε's effect at float32's resolution
         "rounding": "post_act_dev",
@@ -213,6 +209,7 @@ MEASURED_KINDS = {
     "02_layernorm": {"measured *LayerNorm brings*": "rounding", "measured *y = gamma*": "rounding"},
     "02_layernorm_evidence": {"measured *LayerNorm brings*": "rounding", "measured *y = gamma*": "rounding"},
     "03_prenorm_postnorm": {"measured *Post-norm (the 2017 original)*": "rounding"},  # |RMS - 1| in float32
+    "03_prenorm_postnorm_evidence": {"measured *Post-norm (the 2017 original)*": "rounding"},  # the same row
     "05_gelu": {"measured *GELU(x) = x * Phi(x)*": "rounding"},  # float64 vs torch: a rounding error
     "07_layerscale": {"measured *At the first iteration*": "rounding"},  # a move at float32's resolution
 }
