@@ -126,8 +126,7 @@ def sentence_builders(src: str) -> list[str]:
         if isinstance(node, ast.Call):
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            on_page = isinstance(f, ast.Attribute) and getattr(f.value, "id", "") == "page"  # the chapter's module
-            if name in BUILDERS and not on_page:
+            if name in BUILDERS and not _on_page(f):
                 found.append(f"calls {name}()")
             if name == "glue" and any(_has_text(a) for a in node.args[1:2]):
                 found.append("glues a string built in the cell")
