@@ -125,7 +125,14 @@ def main(argv=None) -> int:
             )
         elif a.force or st != "current":
             t1 = time.perf_counter()
-            blob = trained.retrain()
+            try:
+                blob = trained.retrain()
+            except trained.Interrupted as e:  # its checkpoint is saved: the message says how to resume
+                print(f"trained: {e}", file=sys.stderr)
+                return 130
+            except (ValueError, OSError) as e:  # a folder in the way, a full disk: said, without a traceback
+                print(f"trained: not retrained: {e}", file=sys.stderr)
+                return 1
             took = time.perf_counter() - t1
             print(
                 f"trained: {blob['tokens_seen']:,} tokens at {blob['tokens_per_s']:,.0f} tokens/s, validation loss "

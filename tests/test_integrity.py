@@ -398,3 +398,26 @@ def test_an_empty_loss_history_does_not_resume(tmp_path, capsys):
         train_main(args + ["--steps", "6", "--resume"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "last.pt" in err and "history out of line" in err, err
+
+
+def test_a_stopped_or_failed_retrain_inside_make_experiments_is_one_message(monkeypatch, capsys):
+    """``make experiments`` runs the retrain: a signal (its checkpoint saved) or a full disk is said in one
+    line, with the exit status, not as a traceback."""
+    from andrea import experiments
+
+    monkeypatch.setattr(trained, "status_detail", lambda: ("stale", "made by other code"))
+    stopped = "retrain: stopped by SIGTERM at step 6 of 2400; running it again resumes it from there"
+
+    def stop():
+        raise trained.Interrupted(stopped)
+
+    monkeypatch.setattr(trained, "retrain", stop)
+    assert experiments.main(["trained"]) == 130
+    assert capsys.readouterr().err.strip() == f"trained: {stopped}"
+
+    def full():
+        raise OSError("could not write the checkpoint (0.0 MiB free on its disk)")
+
+    monkeypatch.setattr(trained, "retrain", full)
+    assert experiments.main(["trained"]) == 1
+    assert "not retrained: could not write the checkpoint" in capsys.readouterr().err
