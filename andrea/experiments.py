@@ -90,8 +90,10 @@ def main(argv=None) -> int:
         from .trained import model as trained
         from .views import explorer
 
-        print(f"{'trained':22s}   1 run   {trained.status():18s}  about 0.75 h   chapter 8's trained model")
-        print(f"{'trained probes':22s}         {trained.probes_status():18s}  about 2 min    chapter 8's linear probes")
+        st, why = trained.status_detail()  # neither raises: a missing or damaged file is named here
+        print(f"{'trained':22s}   1 run   {st:18s}  about 0.75 h   chapter 8's trained model" + _why(why))
+        st, why = trained.probes_detail()
+        print(f"{'trained probes':22s}         {st:18s}  about 2 min    chapter 8's linear probes" + _why(why))
         shipped = "stale" if explorer.shipped().problem else "current"
         print(f"{'explorer':22s}         {shipped:18s}                 the explorer's shipped measurements")
         return 0
@@ -114,14 +116,23 @@ def main(argv=None) -> int:
     if not a.names or "trained" in a.names:
         from .trained import model as trained
 
-        if trained.status() == "altered" and not a.force:
-            try:
-                trained.check_log()
-            except ValueError as e:
-                print(f"trained: not retrained: {e} (or pass --force to retrain, about 45 minutes)")
-        elif a.force or trained.status() != "current":
+        st, why = trained.status_detail()
+        damaged = st == "altered" or (st == "missing" and trained.LOG.is_file() and trained.WEIGHTS.is_file())
+        if damaged and not a.force:  # git restores a damaged or missing file; a retrain takes 45 minutes
+            print(
+                f"trained: not retrained: {why}; restore it from git (git checkout -- andrea/results/trained), "
+                "or pass --force to retrain (about 45 minutes)"
+            )
+        elif a.force or st != "current":
             t1 = time.perf_counter()
-            blob = trained.retrain()
+            try:
+                blob = trained.retrain()
+            except trained.Interrupted as e:  # its checkpoint is saved: the message says how to resume
+                print(f"trained: {e}", file=sys.stderr)
+                return 130
+            except (ValueError, OSError) as e:  # a folder in the way, a full disk: said, without a traceback
+                print(f"trained: not retrained: {e}", file=sys.stderr)
+                return 1
             took = time.perf_counter() - t1
             print(
                 f"trained: {blob['tokens_seen']:,} tokens at {blob['tokens_per_s']:,.0f} tokens/s, validation loss "
@@ -129,7 +140,9 @@ def main(argv=None) -> int:
             )
         else:
             print("trained: current, skipped")
-        if a.force or trained.probes_status() != "current":
+        if trained.status() != "current":
+            print("trained: probes not run: the model they probe is not current (above)")
+        elif a.force or trained.probes_status() != "current":
             t1 = time.perf_counter()
             print(f"trained: probes stored in {trained.write_probes()} ({time.perf_counter() - t1:.0f} s)")
     if not a.names or "explorer" in a.names:
@@ -151,6 +164,10 @@ def main(argv=None) -> int:
             print("explorer: current, skipped")
     print(f"experiments: {len(ran)} grid(s) run in {time.perf_counter() - t0:.0f} s in total")
     return 0
+
+
+def _why(why: str) -> str:
+    return f" ({why})" if why else ""
 
 
 def _second_cpu(names: list[str], n_workers) -> int:

@@ -62,6 +62,18 @@ def atomic_write_text(path: PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+# The fields a results file's digest leaves out: the digest itself, and the key, which is checked against the
+# code instead (a stale key is refused) and which tools/rekey.py rewrites, with a proof, when code moves.
+UNDIGESTED = ("digest", "key")
+
+
+def json_digest(blob: dict) -> str:
+    """SHA-256 of a results file's contents (a JSON object), all but ``UNDIGESTED``: what its ``digest``
+    field holds. It detects damage and edits that do not recompute it, not someone who recomputes it."""
+    rest = {k: v for k, v in blob.items() if k not in UNDIGESTED}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
+
+
 def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 

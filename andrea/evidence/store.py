@@ -1,8 +1,8 @@
 """The results store: training runs too long for the book's build, run once and committed.
 
-A *grid* (``Grid``) is a named list of training runs (``Cell``s): a model config, a training
-config, the corpus, and a label that says how a chapter groups the run (``{"norm": "post",
-"lr": 1e-3, "seed": 0}``). ``andrea/evidence/grids/`` defines the book's grids; this module runs
+A *grid* (``Grid``, declared with its runs and its rule in ``declare``) is a named list of training runs
+(``Cell``s): a model config, a training config, the corpus, and a label that says how a chapter groups the
+run (``{"norm": "post", "lr": 1e-3, "seed": 0}``). ``andrea/evidence/grids/`` defines the book's grids; this module runs
 them and keeps their results in ``andrea/results/<name>.json``, with what a reader needs to trust
 and reproduce them: every cell's full configuration and seed, the torch version, the device, the
 time, and a key made of
@@ -11,8 +11,9 @@ time, and a key made of
   formatting do not count), and
 * the hash of the grid's own specification.
 
-``results(name)`` refuses a file whose key no longer matches the code (run ``make experiments``),
-and a file that is incomplete or malformed, naming the file and the problem. ``rerun.py`` re-runs
+``load`` refuses a file whose key no longer matches the code (run ``make experiments``), and a file that
+is incomplete, malformed or not whole (``seal``: its digest, its copies' stamps, its values' types),
+naming the file, the run and the problem. ``rerun.py`` re-runs
 stored runs from scratch, natively and on another CPU's kernels, and compares them with the stored
 numbers. Runs are seeded and use one CPU thread each, so a result does not depend on the machine's
 core count; ``run`` trains a grid's cells two at a time in worker processes, caching each finished
@@ -21,7 +22,6 @@ cell, so an interrupted ``make experiments`` continues where it stopped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import os
@@ -30,31 +30,32 @@ import re
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..files import atomic_write_text, cache_dir, read_cached, source_hash, write_cached
+from ..files import atomic_write_text, cache_dir, read_cached, write_cached
 from ..measure.runstats import statistic  # noqa: F401  (chapter 7 reads store.statistic)
-from . import emulate
+from . import emulate, seal
+from .declare import (  # noqa: F401  (what a grid declares, read as store.Grid, store.CODE_MODULES, ...)
+    BEFORE,
+    CHANGED,
+    CODE_MODULES,
+    ROLES,
+    RULE_MODULES,
+    TESTS,
+    Cell,
+    Decision,
+    Grid,
+    code_hash,
+    rule_status,
+)
 from .emulate import EMULATED  # noqa: F401  (how another CPU is emulated)
 from .machine import cpu_identity, die_with_parent, workers  # noqa: F401  (re-exported)
 from .runs import run_cell
+from .seal import RESULT_FIELDS, StoreError, digest  # noqa: F401  (a results file's integrity)
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"  # andrea/results
-# The modules whose code decides a training cell's numbers (the key changes when any of them does),
-# by their names under andrea/ (files.source_hash).
-CODE_MODULES = (
-    "model.config",
-    "model.layers",
-    "model.transformer",
-    "training.train",
-    "training.optimizer",
-    "training.data",
-    "measure.probe",
-    "evidence.runs",
-)
 # Reproduction: a cell re-run from scratch must match the stored one within these (absolute, nats).
 # Runs are bit-identical on one kind of CPU; the first losses' tolerance allows for another CPU's kernels
 # (measured under EMULATED: first 20 losses up to 0.002 apart in the most chaotic deciding run, no
@@ -63,231 +64,6 @@ CODE_MODULES = (
 # (rerun.final_tolerance).
 TOLERANCE = {"early_loss": 0.005, "final_val_loss": 0.015}
 EARLY_STEPS = 20
-RESULT_FIELDS = (
-    "steps",
-    "loss",
-    "grad_norm",
-    "val_step",
-    "val_loss",
-    "diverged",
-    "diverged_at",
-    "final_val_loss",
-    "final_train_loss",
-    "unigram_ce",
-    "kl_unigram",
-    "monitor",
-)
-
-
-class StoreError(ValueError):
-    """A results file that cannot be used: missing, malformed, incomplete or made by other code."""
-
-
-@dataclass(frozen=True)
-class Cell:
-    label: dict  # how a chapter groups the run, e.g. {"norm": "post", "lr": 0.001, "seed": 0}
-    model: dict  # AndreaConfig fields
-    train: dict  # TrainConfig fields
-    tokenizer: str = "bytes"
-    monitor: Optional[str] = None  # a name in MONITORS, recorded at every validation
-
-    def spec(self) -> dict:
-        return {
-            "label": self.label,
-            "model": self.model,
-            "train": self.train,
-            "tokenizer": self.tokenizer,
-            "monitor": self.monitor,
-        }
-
-    def key(self) -> str:
-        return hashlib.sha256(json.dumps(self.spec(), sort_keys=True).encode()).hexdigest()[:20]
-
-
-ROLES = ("decides", "calibration", "control")
-TESTS = ("paired t", "fisher", "equivalence", "level", "every")
-# tests of ``evidence.twoway``: only a grid that lists it in ``Grid.rule_modules`` may use them
-TWOWAY_TESTS = ("interaction", "majority", "detectable")
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One comparison of a grid's declared rule, fixed (and hashed with the grid) before any run.
-
-    ``arm`` and ``against`` are label matches (e.g. ``{"norm": "post", "warmup": 0}``); the
-    statistic is ``field``, a run's result field or one of ``measure.runstats.STATISTICS`` (``level`` is
-    its threshold where it needs one). ``test`` says how it is decided:
-
-    * ``"paired t"``: ``arm`` minus ``against``, paired by seed, lies beyond ``margin`` on the
-      ``predicted`` side ("positive" or "negative"; Student's t, one-sided at 2.5 %);
-    * ``"fisher"``: the event ``field`` (true or false per run) is more frequent in ``arm`` than in
-      ``against`` (Fisher's exact test, one-sided at 2.5 %);
-    * ``"equivalence"``: ``arm`` minus ``against`` lies within ±``margin`` (TOST);
-    * ``"level"``: ``arm``'s statistic minus ``level`` lies on the ``predicted`` side (one-sample t);
-    * ``"every"``: every run of ``arm`` shows the event ``field``.
-
-    ``role``: ``"decides"`` (a regime of the claim: the claim's label comes from these, with Holm's
-    correction), ``"calibration"`` (a known-good comparison that must pass the same kind of
-    criterion at this budget, or the claim is not testable here) or ``"control"`` (reported beside
-    the claim). ``seeds``: the seeds that decide, none of which had run when the rule was fixed
-    (empty: every seed of the arm). `make test` re-runs each deciding arm's first seed."""
-
-    what: str  # the regime or comparison, in words
-    arm: dict
-    against: Optional[dict] = None
-    predicted: str = "negative"
-    field: str = "final_val_loss"
-    test: str = "paired t"
-    role: str = "decides"
-    margin: float = 0.0
-    level: Optional[float] = None
-    seeds: tuple = ()
-    calibrates: str = ""  # for a calibration: the deciding regime (``what``) it calibrates; "" = all
-    # for an "interaction" (evidence.twoway): the two label matches (without, with) of the treatment whose
-    # effect on ``arm`` and on ``against`` is compared; left out of ``spec`` when None (older rules' hashes)
-    contrast: Optional[tuple] = None
-
-    def __post_init__(self):
-        if self.role not in ROLES:
-            raise ValueError(f"decision {self.what!r}: role must be one of {ROLES}, got {self.role!r}")
-        if self.test not in TESTS + TWOWAY_TESTS:
-            raise ValueError(f"decision {self.what!r}: test must be one of {TESTS + TWOWAY_TESTS}, got {self.test!r}")
-        if (self.test == "interaction") != (self.contrast is not None and len(self.contrast) == 2):
-            raise ValueError(f"decision {self.what!r}: an interaction (only) needs a contrast of 2 matches")
-        if self.predicted not in ("positive", "negative"):
-            raise ValueError(f"decision {self.what!r}: predicted must be 'positive' or 'negative'")
-        if self.test in ("paired t", "fisher", "equivalence", "interaction", "detectable") and self.against is None:
-            raise ValueError(f"decision {self.what!r}: a {self.test} test needs an `against` arm")
-
-    @property
-    def event(self) -> str:  # the result field that a count test counts
-        return self.field
-
-    def spec(self) -> dict:
-        out = {**asdict(self), "seeds": list(self.seeds)}
-        if self.contrast is None:
-            del out["contrast"]  # a field added later: the rules written before it keep their hash
-        return out
-
-    def rerun_label(self) -> dict:
-        base = self.contrast[0] if self.contrast else {}
-        return {**self.arm, **base, "seed": self.seeds[0] if self.seeds else 0}
-
-
-@dataclass(frozen=True)
-class Grid:
-    name: str  # the file name under andrea/results
-    title: str  # one line for a reader
-    prediction: str  # what the claim predicts, stated before any run
-    cells: tuple = field(default_factory=tuple)
-    decisions: tuple = field(default_factory=tuple)  # Decision: the declared rule (see Decision)
-    rule: str = "every"  # how the deciding regimes make the claim's label (verdict.decide)
-    # When the rule was written: "before the runs" (its deciding seeds had not run), or, for a rule
-    # written after the runs it decides on, a sentence that says so (the book prints it).
-    declared: str = "before the runs"
-    # Modules of rule code beyond RULE_MODULES that this grid's rule needs (``evidence.twoway``): in this
-    # grid's rule hash only, so that adding them marks no other grid's rule as changed.
-    rule_modules: tuple = ()
-
-    def __post_init__(self):
-        from . import twoway
-
-        if twoway.uses(self) and twoway.MODULE not in self.rule_modules:
-            raise ValueError(f"grid {self.name!r} uses {twoway.MODULE}'s tests: list it in rule_modules")
-        if set(self.rule_modules) - {twoway.MODULE}:
-            raise ValueError(
-                f"grid {self.name!r}: unknown rule modules {self.rule_modules}; allowed: {[twoway.MODULE]}"
-            )
-
-    def decision_cells(self) -> list[int]:
-        """The positions of every run that a declared comparison reads (both arms, its seeds): the runs
-        the book decides on, natively and on the emulated second CPU (``emulate``)."""
-        out: set[int] = set()
-        for d in self.decisions:
-            for arm in (d.arm, d.against):
-                if arm is None:
-                    continue
-                out.update(
-                    i
-                    for i, c in enumerate(self.cells)
-                    if all(c.label.get(k) == v for k, v in arm.items()) and (not d.seeds or c.label["seed"] in d.seeds)
-                )
-        return sorted(out)
-
-    def index(self, label: dict) -> int:
-        """The position of the cell whose label matches ``label`` in every key given."""
-        hits = [i for i, c in enumerate(self.cells) if all(c.label.get(k) == v for k, v in label.items())]
-        if len(hits) != 1:
-            raise ValueError(f"grid {self.name!r}: {len(hits)} cells match {label}, expected exactly one")
-        return hits[0]
-
-    def spec_hash(self) -> str:
-        """The hash of the runs (their configs and seeds): a changed run makes the results stale."""
-        blob = json.dumps({"cells": [c.spec() for c in self.cells]}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-    def key(self) -> str:
-        return f"{code_hash()}-{self.spec_hash()}"
-
-    def rule_hash(self) -> str:
-        """The hash of the declared rule: the prediction, the comparisons and how they combine, the code
-        that decides them (``RULE_MODULES``) and how the second machine is emulated. Kept apart from the
-        runs' hash: a changed rule re-runs nothing, but the verdicts it gives on runs made under another
-        rule are marked as decided by a rule changed after its runs (``rule_status``)."""
-        parts = {
-            "rule": self.rule,
-            "declared": self.declared,
-            "decisions": [d.spec() for d in self.decisions],
-            "prediction": self.prediction,
-            "code": source_hash(RULE_MODULES),
-            "emulation": emulate.EMULATED,
-        }
-        if self.rule_modules:  # only where listed: the other grids' hashes stay as they were
-            parts["extra code"] = source_hash(self.rule_modules)
-        blob = json.dumps(parts, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-# The modules whose code turns stored runs into verdicts (part of every grid's rule_hash).
-RULE_MODULES = ("evidence.verdict", "evidence.rule", "measure.runstats")
-BEFORE = "declared before its runs"
-CHANGED = "rule changed after its runs"
-
-
-def rule_status(grid: Grid, blob: dict) -> tuple[str, str]:
-    """(``BEFORE`` or ``CHANGED``, why): whether every run the grid decides on (``decision_cells``, both
-    machines) was made under the rule in force now. Each run records the rule hash it was trained under;
-    runs stored before that was recorded count as made under another rule."""
-    now = grid.rule_hash()
-    stamps = []
-    for i in grid.decision_cells():
-        c = blob["cells"][i]
-        stamps.append(c["result"].get("rule"))
-        if "emulated" in c:
-            stamps.append(c["emulated"].get("rule"))
-    other = [s for s in stamps if s != now]
-    stale = sum(
-        1
-        for i in grid.decision_cells()
-        if "emulated" in blob["cells"][i] and blob["cells"][i]["emulated"].get("emulation") != emulate.procedure_hash()
-    )
-    if stale:
-        other.append("emulation")
-    if not other:
-        return BEFORE, f"all {len(stamps)} runs it decides on were made under the rule in force (rule {now})"
-    unknown = sum(s is None for s in other)
-    said = f"{len(other) - bool(stale)} of the {len(stamps)} runs it decides on were made under another rule"
-    if unknown:
-        said += f" ({unknown} before runs recorded their rule)"
-    if stale:
-        said += f"; {stale} emulated copies were made by another emulation than today's"
-    return CHANGED, said + f"; the rule now is {now}"
-
-
-def code_hash() -> str:
-    import torch
-
-    return f"{source_hash(CODE_MODULES)}-torch{torch.__version__.split('+')[0]}"
 
 
 def path(name: str) -> Path:
@@ -314,7 +90,6 @@ def _run_cached(cell: Cell, rule: Optional[str] = None) -> dict:
     return row
 
 
-# Grids: run, load, check
 def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cached_only: bool = False) -> dict:
     """Train every cell of ``grid`` (runs already stored or cached by the same code are reused), then,
     with ``emulated``, the emulated second CPU's copy of every run the grid decides on
@@ -395,7 +170,7 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
                 for i, (c, r) in enumerate(zip(grid.cells, rows))
             ],
         }
-        blob["digest"] = digest(blob["cells"])
+        seal.seal(blob, [c.key() for c in grid.cells])  # each copy stamped, the whole file under the digest
         atomic_write_text(path(grid.name), json.dumps(blob, indent=1) + "\n")
         return blob
 
@@ -423,14 +198,6 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
         pb.close()
         trained = trained or bool(need)
     return write(trained)
-
-
-def digest(cells: list) -> str:
-    """SHA-256 of a results file's runs (their specs and results, both machines), as ``load`` checks it:
-    a run edited, swapped or dropped by hand no longer matches. It guards against accidents and casual
-    edits, not against someone who also rewrites the digest: that is what git's history and the re-runs
-    of ``make test`` (``rerun``) are for."""
-    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()
 
 
 def _header(grid: Grid) -> dict:
@@ -521,11 +288,23 @@ def load(grid: Grid, check_key: bool = True, same_torch: bool = False) -> dict:
             if missing:
                 what = "" if part == "result" else "'s emulated copy"
                 raise StoreError(f"{str(p)!r}: run {i} ({b['label']}){what} lacks {missing}: run `make experiments`")
-    if blob.get("digest") != digest(blob["cells"]):
+    problem = seal.values_problem(repr(str(p)), blob)  # named even where the digest was recomputed
+    if problem:
+        raise StoreError(problem)
+    if blob.get("digest") != digest(blob):
         raise StoreError(
-            f"{str(p)!r}: its runs do not match the digest written with them (edited by hand, or damaged): "
+            f"{str(p)!r}: its contents do not match the digest written with them (edited by hand, or damaged): "
             "restore it from git (git checkout -- andrea/results) or run `make experiments`"
         )
+    keys = [c.key() for c in grid.cells]
+    checks = [grid.index(d.rerun_label()) for d in grid.decisions if d.role == "decides"]
+    problem = (
+        seal.copy_problem(repr(str(p)), blob, keys)
+        or seal.duplicate_problem(repr(str(p)), blob)
+        or seal.header_problem(repr(str(p)), blob, checks)
+    )
+    if problem:
+        raise StoreError(problem)
     if check_key and blob.get("key") != grid.key():
         if not same_torch and _without_torch(blob.get("key")) == _without_torch(grid.key()):
             import torch

@@ -36,11 +36,13 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..files import atomic_write_bytes, atomic_write_text
+from ..files import atomic_write_bytes, atomic_write_text, json_digest
 from ..model.config import ANDREA_120M, AndreaConfig
 from ..model.transformer import Andrea
 from ..training.train import TrainConfig, train
 from . import corpus, probes
+from . import publish as _publish
+from .logcheck import log_problems
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "trained"
 WEIGHTS = RESULTS / "model.safetensors"
@@ -82,40 +84,72 @@ def key() -> str:
 
 
 def status() -> str:
-    """ "current", "missing", "stale" (the log's key is not this code's) or "altered" (the log cannot be
-    read, or its configs are not the ones its key stands for: ``check_log``)."""
-    recover()
-    if not LOG.is_file() or not WEIGHTS.is_file():
-        return "missing"
+    """ "current", "missing" (a file of the model is missing), "stale" (the log's key is not this code's)
+    or "altered" (a file cannot be read, or is not what the log says: ``status_detail`` says which)."""
+    return status_detail()[0]
+
+
+def status_detail() -> tuple[str, str]:
+    """(``status()``, which file and why; "" when current). Never raises: ``--list`` shows it."""
+    files = (LOG, WEIGHTS, EVAL, TOKENIZER)
     try:
-        blob = check_log()
-    except ValueError:
-        return "altered"
-    return "current" if blob.get("key") == key() else "stale"
+        with _publish.reading(RESULTS, LOG.name):
+            raw = [_read(p) for p in files]
+        missing = [p.name for p, b in zip(files, raw) if b is None]
+        if missing:
+            return "missing", f"no {' and no '.join(missing)} in {str(RESULTS)!r}"
+        blob = _parse_log(raw[0])
+        for path, got, field in zip(files[1:], raw[1:], ("weights_sha256", "eval_sha256", "tokenizer_sha256")):
+            sha = hashlib.sha256(got or b"").hexdigest()
+            if sha != blob[field]:
+                return "altered", f"{path.name} has SHA-256 {sha[:12]}…, the log says {blob[field][:12]}…"
+    except (OSError, ValueError) as e:
+        return "altered", str(e)
+    if blob["key"] != key():
+        return "stale", "made by other training code or configs than today's"
+    return "current", ""
+
+
+def _read(path: Path) -> Optional[bytes]:
+    """The bytes of ``path``, None if there is no such file; ValueError naming it if it cannot be read."""
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError as e:
+        raise ValueError(f"{str(path)!r} cannot be read ({e.strerror or type(e).__name__})") from None
+
+
+RESTORE = "restore it from git (git checkout -- andrea/results/trained) or run `make experiments`"
+
+
+def _parse_log(raw: Optional[bytes]) -> dict:
+    """The log from its bytes, checked: readable, its configs the code's, its fields well formed, and its
+    contents the ones its digest was computed on (``files.json_digest``); ValueError naming the file."""
+    if raw is None:
+        raise NotShipped(f"no trained model's log at {str(LOG)!r}: run `make experiments` to train it")
+    try:
+        blob = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"{str(LOG)!r} is not readable JSON ({type(e).__name__}): {RESTORE}") from None
+    if not isinstance(blob, dict) or "weights_sha256" not in blob:
+        raise ValueError(f"{str(LOG)!r} is not the trained model's log (no weights_sha256): {RESTORE}")
+    changes, bad = log_problems(blob, CONFIG.to_dict(), asdict(TRAIN))
+    if changes:
+        raise ValueError(
+            f"{str(LOG)!r} does not describe the model its key stands for ({'; '.join(changes[:4])}): {RESTORE}"
+        )
+    if bad:
+        raise ValueError(f"{str(LOG)!r} has malformed fields ({'; '.join(bad[:4])}): {RESTORE}")
+    if blob.get("digest") != json_digest(blob):
+        raise ValueError(
+            f"{str(LOG)!r}: its contents do not match the digest written with them (edited by hand, or damaged): "
+            + RESTORE
+        )
+    return blob
 
 
 def check_log() -> dict:
-    """The log, after checking that it is readable and that its model and training configs are the ones
-    this code trains (``CONFIG``, ``TRAIN``: what ``key`` covers). A log edited by hand (another
-    activation, say) would otherwise build another model from the same weights; ValueError naming the
-    file and the fields that differ."""
-    blob = log()
-    changes = []
-    for name, want in (("model_config", CONFIG.to_dict()), ("train_config", asdict(TRAIN))):
-        got = blob.get(name)
-        if not isinstance(got, dict):
-            changes.append(f"{name} missing")
-            continue
-        changes += [
-            f"{name}.{k}: {got.get(k, '(absent)')!r} (log) vs {v!r} (code)" for k, v in want.items() if got.get(k) != v
-        ]
-        changes += [f"{name}.{k}: unknown field" for k in got if k not in want]
-    if changes:
-        raise ValueError(
-            f"{str(LOG)!r} does not describe the model its key stands for ({'; '.join(changes[:4])}): "
-            "restore it from git (git checkout -- andrea/results/trained) or run `make experiments`"
-        )
-    return blob
+    """The log (``log``), every check included: kept for the callers that name the check."""
+    return log()
 
 
 def baselines(data) -> dict:
@@ -147,38 +181,35 @@ def export(model: Andrea, path: Optional[Path] = None) -> str:
 
 
 def log() -> dict:
-    recover()
-    if not LOG.is_file():
-        raise NotShipped(f"no trained model's log at {str(LOG)!r}: run `make experiments` to train it")
-    try:
-        blob = json.loads(LOG.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ValueError(
-            f"{str(LOG)!r} is not readable JSON ({type(e).__name__}): restore it from git "
-            "(git checkout -- andrea/results/trained) or run `make experiments`"
-        ) from None
-    if not isinstance(blob, dict) or "weights_sha256" not in blob:
-        raise ValueError(f"{str(LOG)!r} is not the trained model's log (no weights_sha256): restore it from git")
-    return blob
+    """The training log, after checking that it is readable, that its configs are the ones this code trains
+    (``CONFIG``, ``TRAIN``: a log edited to another activation would build another model from the same
+    weights), that every field the book reads is well formed, and that nothing in it was changed since its
+    digest was written (the final validation loss, the baselines: chapter 8 prints them). ValueError
+    naming the file and the fields; NotShipped without a log."""
+    with _publish.reading(RESULTS, LOG.name):
+        raw = _read(LOG)
+    return _parse_log(raw)
 
 
 def load(path: Optional[Path] = None) -> Andrea:
     """The shipped trained model in float32, eval mode. Its SHA-256 is checked against the log, and the
-    log's configs against the code's (``check_log``). The hashes sit beside the files they cover: they catch
-    a damaged, truncated or swapped file and a hand edit of one file, not someone who rewrites the file and
-    its hash together (git's history is the record for that)."""
+    log itself (``log``). The hashes sit beside the files they cover: they catch a damaged, truncated or
+    swapped file and a hand edit of one file, not someone who rewrites the file and its hash together
+    (git's history is the record for that: README, "Reliability")."""
     from safetensors.torch import load as st_load
 
-    recover()
     path = Path(path or WEIGHTS)
-    if not path.is_file():
+    with _publish.reading(RESULTS, LOG.name):
+        blob, raw_log = _read(path), _read(LOG)
+    if blob is None:
         raise NotShipped(f"no trained weights at {str(path)!r}: run `make experiments` to train them")
-    blob = path.read_bytes()
-    want = check_log()["weights_sha256"]
+    want = _parse_log(raw_log)["weights_sha256"]
     got = hashlib.sha256(blob).hexdigest()
     if got != want:
-        raise ValueError(f"{str(path)!r} has SHA-256 {got[:12]}…, the log says {want[:12]}…: the file was altered")
-    cfg = AndreaConfig(**log()["model_config"])
+        raise ValueError(
+            f"{str(path)!r} has SHA-256 {got[:12]}…, the log says {want[:12]}…: the file was altered; {RESTORE}"
+        )
+    cfg = AndreaConfig(**_parse_log(raw_log)["model_config"])
     n = int.from_bytes(blob[:8], "little")  # safetensors: a header length, then a JSON header
     inside = json.loads(json.loads(blob[8 : 8 + n]).get("__metadata__", {}).get("config", "null"))
     if inside != cfg.to_dict():  # the config written inside the hashed weights file
@@ -193,18 +224,21 @@ def load(path: Optional[Path] = None) -> Andrea:
 
 def eval_set() -> dict:
     """The shipped held-out windows and the probes' labels (``probes.make_eval_set``)."""
-    want = check_log().get("eval_sha256")
-    try:
-        blob = EVAL.read_bytes()
-    except FileNotFoundError:
-        raise NotShipped(f"no evaluation set at {str(EVAL)!r}: restore it from git or run `make experiments`") from None
+    import io
+
+    with _publish.reading(RESULTS, LOG.name):
+        raw_log, blob = _read(LOG), _read(EVAL)
+    want = _parse_log(raw_log)["eval_sha256"]
+    if blob is None:
+        raise NotShipped(f"no evaluation set at {str(EVAL)!r}: {RESTORE}")
     got = hashlib.sha256(blob).hexdigest()
-    if want is None or got != want:
+    if got != want:
         raise ValueError(
-            f"{str(EVAL)!r} has SHA-256 {got[:12]}…, the log says {str(want)[:12]}…: the held-out windows or "
+            f"{str(EVAL)!r} has SHA-256 {got[:12]}…, the log says {want[:12]}…: the held-out windows or "
             "their labels were altered; restore it from git (git checkout -- andrea/results/trained)"
         )
-    es = probes.load_eval_set(EVAL)
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:  # the bytes checked, not the file read again
+        es = {k: z[k] for k in z.files}
     es.update(probes.token_kinds(tokenizer()))  # what a name's neighbours are (the contextual syntax task)
     return es
 
@@ -217,10 +251,11 @@ def write_eval_set() -> Path:
     blob = check_log()
     stage = _stage()
     for f in RESULTS.iterdir():
-        if f.is_file() and f.name not in (EVAL.name, LOG.name):
+        if f.is_file() and f.name not in (EVAL.name, LOG.name, _publish.MARKER):
             shutil.copy2(f, stage / f.name)
     probes.save_eval_set(probes.make_eval_set(corpus.manual_docs(), tokenizer()), stage / EVAL.name)
     blob["eval_sha256"] = hashlib.sha256((stage / EVAL.name).read_bytes()).hexdigest()
+    blob["digest"] = json_digest(blob)
     atomic_write_text(stage / LOG.name, json.dumps(blob, indent=1) + "\n")
     publish(stage)
     return EVAL
@@ -232,12 +267,18 @@ def untrained() -> Andrea:
     return Andrea(AndreaConfig(**check_log()["model_config"])).eval()
 
 
-def probes_key() -> str:
+def probes_key(log_blob: Optional[dict] = None, eval_bytes: Optional[bytes] = None) -> str:
     """What decides the probes' results: the shipped weights, the evaluation set, the probing code and
-    its settings, and torch."""
+    its settings, and torch (from ``log_blob`` and ``eval_bytes`` when given, else read here)."""
     from ..files import source_hash
 
-    spec = [log()["weights_sha256"], hashlib.sha256(EVAL.read_bytes()).hexdigest(), TRAIN.seed]
+    if log_blob is None or eval_bytes is None:
+        with _publish.reading(RESULTS, LOG.name):
+            raw_log, eval_bytes = _read(LOG), _read(EVAL)
+        log_blob = _parse_log(raw_log)
+        if eval_bytes is None:
+            raise NotShipped(f"no evaluation set at {str(EVAL)!r}: {RESTORE}")
+    spec = [log_blob["weights_sha256"], hashlib.sha256(eval_bytes).hexdigest(), TRAIN.seed]
     spec += [probes.PROBE_SEEDS, probes.N_PROBE_TRAIN, probes.N_PROBE_TEST, [asdict(t) for t in probes.TASKS]]
     spec += [probes.RULE_VERSION, probes.SEED_BASE, probes.PLANT, probes.MARGIN]
     digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
@@ -275,28 +316,58 @@ def run_probes(part: Optional[tuple[str, str]] = None) -> dict:
 
 
 def write_probes() -> Path:
-    """Run the probes and store them in ``probes.json`` with their key."""
+    """Run the probes and store them in ``probes.json`` with their key and digest."""
     blob = {"key": probes_key(), "threads": torch.get_num_threads(), "found": _to_json(run_probes())}
+    blob["digest"] = json_digest(blob)
     atomic_write_text(PROBES, json.dumps(blob) + "\n")
     return PROBES
 
 
 def probes_status() -> str:
-    """ "current", "missing" or "stale" (made from other weights, evaluation set or code)."""
-    if not PROBES.is_file():
-        return "missing"
+    """ "current", "missing" (no probes.json, or no model or evaluation set to key it by), "stale" (made
+    from other weights, evaluation set or code) or "altered" (``probes_detail`` says which file, why)."""
+    return probes_detail()[0]
+
+
+def probes_detail() -> tuple[str, str]:
+    """(``probes_status()``, which file and why; "" when current). Never raises: ``--list`` shows it."""
     try:
-        return "current" if json.loads(PROBES.read_text(encoding="utf-8")).get("key") == probes_key() else "stale"
-    except ValueError:
-        return "stale"
+        with _publish.reading(RESULTS, LOG.name):
+            raw, raw_log, eval_bytes = _read(PROBES), _read(LOG), _read(EVAL)
+        missing = [p.name for p, b in ((PROBES, raw), (LOG, raw_log), (EVAL, eval_bytes)) if b is None]
+        if missing:
+            return "missing", f"no {' and no '.join(missing)} in {str(RESULTS)!r}"
+        log_blob = _parse_log(raw_log)
+    except (OSError, ValueError) as e:
+        return "altered", str(e)
+    try:
+        blob = json.loads((raw or b"").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        return "altered", f"{str(PROBES)!r} is not readable JSON ({type(e).__name__})"
+    if not isinstance(blob, dict) or blob.get("digest") != json_digest(blob) or not isinstance(blob.get("found"), dict):
+        return "altered", f"{str(PROBES)!r}: its results do not match the digest written with them (edited, or damaged)"
+    if blob.get("key") != probes_key(log_blob, eval_bytes):
+        return "stale", "made from other weights, evaluation set or probing code than today's"
+    return "current", ""
 
 
 def probe_results() -> dict:
     """The probes of the shipped model and its untrained self (``probes.run_probes``): read from
     ``probes.json`` when it was made from these weights, this evaluation set and this code, else run
-    here (a minute or two on a CPU). Same structure either way: {task: {"trained": ..., "untrained": ...}}."""
-    if probes_status() == "current":
-        return _from_json(json.loads(PROBES.read_text(encoding="utf-8"))["found"])
+    here (a minute or two on a CPU). Same structure either way: {task: {"trained": ..., "untrained": ...}}.
+    An altered probes.json (its digest) is refused by name, not re-run in silence."""
+    st, why = probes_detail()
+    if st == "altered":
+        raise ValueError(
+            f"{why}: restore it from git (git checkout -- andrea/results/trained) or run "
+            "`python -m andrea.trained.model --probes`"
+        )
+    if st == "current":
+        with _publish.reading(RESULTS, LOG.name):
+            raw = _read(PROBES)
+        blob = json.loads(raw.decode("utf-8")) if raw is not None else {}
+        if blob.get("digest") == json_digest(blob):  # the file read again: still the one just checked
+            return _from_json(blob["found"])
     return run_probes()
 
 
@@ -355,6 +426,7 @@ def retrain(out_dir: Path = Path("runs/trained"), progress: bool = True) -> dict
         "tokenizer_sha256": tok_sha,  # the tokenizer the weights were trained with (tokenizer checks it)
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",  # whose docs trained the tokenizer
     }
+    blob["digest"] = json_digest(blob)  # every number the book prints from the log is under it
     atomic_write_text(stage / LOG.name, json.dumps(blob, indent=1) + "\n")  # the log last: the stage is complete
     publish(stage)
     return blob
@@ -370,19 +442,15 @@ def tokenizer():
     model token ids it never learned (silently: every id is valid)."""
     from ..training.data import BPETokenizer
 
-    recover()
-    want = check_log().get("tokenizer_sha256")
-    try:
-        blob = TOKENIZER.read_bytes()
-    except FileNotFoundError:
-        raise NotShipped(
-            f"no tokenizer at {str(TOKENIZER)!r}: restore it from git (git checkout -- andrea/results/trained) or "
-            "run `make experiments`"
-        ) from None
+    with _publish.reading(RESULTS, LOG.name):
+        raw_log, blob = _read(LOG), _read(TOKENIZER)
+    want = _parse_log(raw_log)["tokenizer_sha256"]
+    if blob is None:
+        raise NotShipped(f"no tokenizer at {str(TOKENIZER)!r}: {RESTORE}")
     got = hashlib.sha256(blob).hexdigest()
-    if want is None or got != want:
+    if got != want:
         raise ValueError(
-            f"{str(TOKENIZER)!r} has SHA-256 {got[:12]}…, the log says {str(want)[:12]}…: it is not the tokenizer "
+            f"{str(TOKENIZER)!r} has SHA-256 {got[:12]}…, the log says {want[:12]}…: it is not the tokenizer "
             "the model was trained with; restore it from git (git checkout -- andrea/results/trained)"
         )
     from tokenizers import Tokenizer
@@ -391,15 +459,9 @@ def tokenizer():
 
 
 def _stage() -> Path:
-    """An empty folder beside the shipped model's, ``<results>/trained.new``, for the next model's files."""
-    import shutil
-
-    recover()
-    stage = RESULTS.with_name(RESULTS.name + ".new")
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    return stage
+    """An empty folder beside the shipped model's, ``<results>.new``, for the next model's files
+    (``publish.stage``: marked as a publish's, and held by this process until ``publish``)."""
+    return _publish.stage(RESULTS, LOG.name)
 
 
 def _kill_point(where: str) -> None:
@@ -408,46 +470,15 @@ def _kill_point(where: str) -> None:
 
 def publish(stage: Path) -> None:
     """Put the staged model (weights, evaluation set, log: the log written last) in place of the shipped
-    one by two renames: the shipped folder to ``trained.old``, the stage to ``trained``. A kill at any
-    point leaves the old model or the new one, complete: ``recover`` (run before any read) finishes or
-    undoes an interrupted swap."""
-    import shutil
-
-    if not (stage / LOG.name).is_file():
-        raise ValueError(f"{str(stage)!r} holds no log: an incomplete model is never published")
-    old = RESULTS.with_name(RESULTS.name + ".old")
-    _kill_point("staged")
-    if RESULTS.exists():
-        RESULTS.rename(old)
-    _kill_point("old moved aside")
-    stage.rename(RESULTS)
-    _kill_point("new in place")
-    shutil.rmtree(old, ignore_errors=True)
+    one by two renames, under the lock (``publish.publish``). A kill at any point leaves the old model or
+    the new one, complete: ``recover`` (run before any read) finishes or undoes an interrupted swap."""
+    _publish.publish(RESULTS, stage, LOG.name, lambda where: _kill_point(where))
 
 
 def recover() -> Optional[str]:
-    """Finish or undo a publish that was killed: with no shipped folder, the complete stage (it has its
-    log) becomes it, or else the old one comes back; leftovers beside a shipped folder are removed.
-    Returns what it did (None: nothing to do)."""
-    import shutil
-
-    new, old = RESULTS.with_name(RESULTS.name + ".new"), RESULTS.with_name(RESULTS.name + ".old")
-    did = None
-    if not RESULTS.exists():
-        if (new / LOG.name).is_file():
-            new.rename(RESULTS)
-            did = "finished an interrupted publish (the new model is in place)"
-        elif old.exists():
-            old.rename(RESULTS)
-            did = "undid an interrupted publish (the previous model is back)"
-    if RESULTS.exists():
-        for leftover in (old, new):
-            if leftover.exists():
-                shutil.rmtree(leftover)
-                did = did or f"removed {leftover.name}, left by an interrupted publish"
-    if did:
-        print(f"andrea: {did}", file=sys.stderr)
-    return did
+    """Finish or undo a publish that was killed, and remove what it left: only folders a publish made
+    (``publish.recover``). Returns what it did (None: nothing to do)."""
+    return _publish.recover(RESULTS, LOG.name)
 
 
 def prepare_run_dir(out_dir: Path) -> bool:

@@ -1,45 +1,41 @@
 """Linear probes at every boundary of the residual stream (rule version 4).
 
-Chapter 6's source says early blocks (1-3) carry syntax and position, middle blocks (4-8) the
-relations between words and phrase boundaries, late blocks (9-12) meaning. A probe is a linear
-classifier trained to read a label from the stream at one boundary; its *balanced accuracy* on
-held-out text (mean recall over the classes: chance is 1 / number of classes) says how linearly
-available the label is there. Boundary 0, the embeddings, belongs to no band. The rule reads raw
-accuracy, band against band, with two controls:
+Chapter 6's source says early blocks (1-3) carry syntax and position, middle blocks (4-8) the relations between
+words and phrase boundaries, late blocks (9-12) meaning. A probe is a linear classifier trained to read a label from
+the stream at one boundary; its *balanced accuracy* on held-out text (mean recall over the classes: chance is 1 /
+number of classes) says how linearly available the label is there. Boundary 0, the embeddings, belongs to no band.
+The rule reads raw accuracy, band against band, with two controls:
 
-* the *untrained model*: the same architecture at initialisation. Its accuracy can change with
-  depth too, so what training adds is the difference of the two models' band contrasts;
-* a *control task* suited to the label (Hewitt & Liang 2019): the label's unit gets a random label,
-  drawn from the task's own label frequencies. The unit is the token id for a lexical label (a probe
-  that scores on it has memorised token identities), the token before for a label its neighbour
-  decides, the position for position, the file for a document's label. The probe must read the task
-  better than its control.
+* the *untrained model*: the same architecture at initialisation. Its accuracy can change with depth too, so what
+  training adds is the difference of the two models' band contrasts;
+* a *control task* suited to the label (Hewitt & Liang 2019): the label's unit gets a random label, drawn from the
+  task's own label frequencies. The unit is the token id for a lexical label (a probe that scores on it has
+  memorised token identities), the token before for a label its neighbour decides, the position for position, the
+  file for a document's label. The probe must read the task better than its control.
 
-Every difference must exceed ``MARGIN`` to decide. Version 2 decided on the task's accuracy minus
-its control's, which lifted every late band (control accuracy falls with depth); version 3 on raw
-accuracy, with the untrained model compared by level and a planted calibration that could not fail.
-A review of version 3 led to this one, run on fresh probe seeds (``SEED_BASE``) after it was written.
+Every difference must exceed ``MARGIN`` to decide. Version 2 decided on the task's accuracy minus its control's,
+which lifted every late band (control accuracy falls with depth); version 3 on raw accuracy, with the untrained
+model compared by level and a planted calibration that could not fail. A review of version 3 led to this one, run on
+fresh probe seeds (``SEED_BASE``) after it was written.
 
-The probe is ridge regression onto one-hot labels (a linear classifier, solved exactly in float64:
-no optimiser, no learning rate, the same answer on every CPU). A *probe seed* draws the probe's
-training tokens and the control task's labels; the verdict is over probe seeds of one trained model.
+The probe is ridge regression onto one-hot labels (a linear classifier, solved exactly in float64: no optimiser, no
+learning rate, the same answer on every CPU). A *probe seed* draws the probe's training tokens and the control
+task's labels; the verdict is over probe seeds of one trained model.
 
 The tasks and where the source puts them (``TASKS``):
 
 * position (early): which eighth of the 256-token window a token sits in;
-* syntax, lexical (early): the Python token type (``tokenize``: name, keyword, operator, number) of
-  a token of standard-library code outside strings and comments, which the token mostly decides;
-* syntax, contextual (early): the role of a name, which its neighbour decides: defined (after
-  ``def`` or ``class``), an attribute (after a dot), or another use;
-* phrase structure (middle): whether a token of that code (outside strings and comments) sits inside
-  brackets;
+* syntax, lexical (early): the Python token type (``tokenize``: name, keyword, operator, number) of a token of
+  standard-library code outside strings and comments, which the token mostly decides;
+* syntax, contextual (early): the role of a name, which its neighbour decides: defined (after ``def`` or ``class``),
+  an attribute (after a dot), or another use;
+* phrase structure (middle): whether a token of that code (outside strings and comments) sits inside brackets;
 * meaning (late): which manual a passage of prose comes from (library, C API, guides);
-* three calibrations, with known answers: the category (word start, word continuation,
-  punctuation, digit, white space) of the *current* token, which its embedding holds (early); of the
-  *next* token, which the stack computes at its top (late; the logit lens shows it); and a *planted*
-  bit, added to the trained model's stream by block 4 and carried on by the blocks after it
-  (``planted_features``), as a property computed in the middle band would be. A task is decided only
-  in a band whose calibration the rule places there.
+* three calibrations, with known answers: the category (word start, word continuation, punctuation, digit, white
+  space) of the *current* token, which its embedding holds (early); of the *next* token, which the stack computes at
+  its top (late; the logit lens shows it); and a *planted* bit, added to the trained model's stream by block 4 and
+  carried on by the blocks after it (``planted_features``), as a property computed in the middle band would be. A
+  task is decided only in a band whose calibration the rule places there.
 """
 
 from __future__ import annotations
@@ -76,8 +72,7 @@ N_PROBE_TRAIN = 3000
 N_PROBE_TEST = 4000
 PROBE_SEEDS = 5
 RULE_VERSION = 4
-# Probe seed s draws with 4000 + s. Version 2 used 1000 + s and version 3 2000 + s, both seen before
-# this rule was written.
+# Probe seed s draws with 4000 + s. Version 2 used 1000 + s and version 3 2000 + s, both seen before this rule.
 SEED_BASE = 4000
 MARGIN = 0.02  # balanced accuracy: a band difference smaller than this decides nothing
 NAME_ROLES = ("defined", "attribute", "other use")

@@ -188,6 +188,19 @@ def _check_training_state(path: Path, blob: dict, model_cfg: AndreaConfig, train
     history = extra["history"]
     if not isinstance(history, dict) or not all(isinstance(history.get(k), list) for k in ("step", "loss", "val_loss")):
         raise ValueError(f"{where} has a malformed training history")
+    per_step = {k: len(history.get(k) or []) for k in ("step", "loss", "lr", "grad_norm")}
+    last = history["step"][-1] if history["step"] else 0
+    if (
+        len(set(per_step.values())) != 1
+        or len(history.get("val_step") or []) != len(history["val_loss"])
+        or last != extra["step"]
+    ):
+        raise ValueError(
+            f"{where} has a training history out of line with its step {extra['step']} (values per step: "
+            f"{per_step}, last logged step {last}; validations: {len(history.get('val_step') or [])} steps, "
+            f"{len(history['val_loss'])} losses): resumed, its curves would be misaligned for good; start again "
+            "with --overwrite"
+        )
     try:
         torch.Generator().set_state(extra["generator"])
     except (RuntimeError, TypeError) as e:
