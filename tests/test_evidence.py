@@ -290,11 +290,13 @@ def test_a_declared_grid_runs_stores_and_is_decided_under_the_rule_it_was_declar
     monkeypatch.setattr(store, "code_hash", lambda: "made-up-code")  # hashing the code is slow, and not tested here
     rows = {(r["norm"], r["warmup"], r["seed"]): r for r in _made_up_rows(g, interaction, confirm=True)}
     extra = {"grad_norm": [], "val_step": [], "val_loss": [], "final_train_loss": 2.5, "kl_unigram": 0.0}
-    extra["monitor"] = None
-    for c in g.cells:
+    extra["monitor"] = []  # as a run without a monitor stores it (evidence.runs)
+    for i, c in enumerate(g.cells):
         r = rows[(c.label["norm"], c.label["warmup"], c.label["seed"])]
         run = {k: r[k] for k in store.RESULT_FIELDS if k in r} | extra | {"seconds": 1.0, "rule": g.rule_hash()}
         run["final_val_loss"] = r["final_val_loss"]
+        # each run its own curve, as real seeds give (the store refuses two identical runs as one copied)
+        run["loss"] = [x + 1e-6 * i for x in run.get("loss", [])]
         code = store.code_hash()
         files.write_cached(store._cell_cache(c), json.dumps({**run, "cpu": "made up"}).encode(), code)
         files.write_cached(emulate._cache(c, code), json.dumps(run).encode(), code)

@@ -44,7 +44,7 @@ def _rows(listing: str) -> dict[str, str]:
 
 
 def test_the_readme_counts_the_stored_runs_their_hours_and_copies_as_the_list_does(listing):
-    rows = _rows(listing)
+    rows = {k: line for k, line in _rows(listing).items() if "declared, not run" not in line}  # stored grids
     runs = sum(int(re.search(r"(\d+) runs", line).group(1)) for line in rows.values())
     made = sum(int(m.group(1)) for line in rows.values() if (m := re.search(r"another CPU\s+(\d+)/", line)))
     total = re.search(
@@ -80,3 +80,14 @@ def test_the_readme_says_how_many_deciding_runs_a_commit_re_runs_in_full():
     assert f"({longer[0]:.0f} s to {longer[-1]:.0f} s)" in readme
     read = sum(len(grids.grid(n).decision_cells()) for n in grids.GRIDS)  # every run a verdict reads
     assert f"({read - len(seconds)} of the {read} runs the verdicts read)" in readme  # no re-run reads them
+
+
+def test_the_readme_names_the_grids_declared_and_not_run_yet(listing):
+    waiting = sorted(name for name, line in _rows(listing).items() if "declared, not run" in line)
+    readme = _readme()
+    if not waiting:
+        assert "none waits today" in readme
+    else:
+        assert f"{len(waiting)} wait today" in readme, waiting
+        for name in waiting:
+            assert f"`{name}`" in readme, name

@@ -139,7 +139,9 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
     emu: dict = {
         i: stored[c.key()]["emulated"] for i, c in enumerate(grid.cells) if "emulated" in stored.get(c.key(), {})
     }
-    before = _header(grid)  # a file rewritten without a new run keeps when and where its runs were made
+    # a file rewritten without a new run keeps when and where its runs were made; a first file made only of
+    # cached runs (trained by an earlier process) is dated and placed now
+    before = _header(grid)
 
     def write(trained: bool) -> dict:
         # an emulated copy shows the outcome of a seed already seen in its native run: it carries that
@@ -155,11 +157,17 @@ def run(grid: Grid, n_workers: Optional[int] = None, emulated: bool = True, cach
             "python": platform.python_version(),
             "device": "cpu",
             "threads_per_run": 1,
-            "machine": f"{platform.machine()} {platform.system()}" if trained else before.get("machine"),
+            "machine": before["machine"]
+            if not trained and before.get("machine")
+            else f"{platform.machine()} {platform.system()}",
             "emulation": emulate.EMULATED,
-            "created": datetime.now(timezone.utc).strftime("%Y-%m-%d") if trained else before.get("created"),
+            "created": before["created"]
+            if not trained and before.get("created")
+            else datetime.now(timezone.utc).strftime("%Y-%m-%d"),
             # the last invocation that trained something (stored runs are reused)
-            "seconds": round(time.perf_counter() - t0, 1) if trained else before.get("seconds"),
+            "seconds": before["seconds"]
+            if not trained and before.get("seconds") is not None
+            else round(time.perf_counter() - t0, 1),
             "compute_seconds": round(sum(r.get("seconds", 0.0) for r in rows), 1),  # every run, one core each
             "emulated_seconds": round(sum(r.get("seconds", 0.0) for r in stamped.values()), 1),
             "rule": grid.rule,
