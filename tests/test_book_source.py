@@ -60,7 +60,7 @@ EXERCISE = re.compile(r"```\{exercise\}[^\n]*\n:label: (\S+)\n(.*?)```", re.S)
 def test_chapter_standard(path):
     text = path.read_text()
     assert text.startswith("---\njupytext:"), "MyST notebook front matter"
-    assert "## Checking the claims" in text and ("ClaimsTable(" in text or "page.claims()" in text)
+    assert "## Checking the claims" in text and ("ClaimsTable(" in text or "page.claims(" in text)
     assert "mystnb:\n  figure:" in text, "at least one numbered figure"
     for block in re.findall(r"mystnb:\n  figure:.*?\n---", text, flags=re.S):
         assert "alt:" in block, "every figure has alt text"
