@@ -483,7 +483,7 @@ TRAINING_PAGES = {
     "book/03_prenorm_postnorm.html": ["ch3_warmup"],
     # a split chapter's evidence is on its evidence page, shown open (issue 47)
     "book/evidence/05_gelu_evidence.html": ["ch5_activation", "ch5_activation_round2"],
-    "book/07_layerscale.html": ["ch7_layerscale"],
+    "book/evidence/07_layerscale_evidence.html": ["ch7_layerscale", "ch7_layerscale_round2", "ch7_deep_80"],
     "book/papers.html": ["app_rezero", "app_layerscale_kind"],
 }
 _INTERVAL = re.compile(r"\[\s*[−+-]?\d[\d.e−+-]*\s*,\s*[−+-]?\d[\d.e−+-]*\s*\]")
@@ -649,8 +649,10 @@ def test_pages_do_not_overflow_sideways(browser, server, width):
 
 
 def test_claims_tables_name_their_columns_for_a_reader(site):
-    html = (site / "book/07_layerscale.html").read_text()
-    assert "<th>The source says</th><th>We measured</th><th>Verdict</th><th>Why</th>" in html
+    lesson = (site / "book/07_layerscale.html").read_text()
+    assert "<th>The source says</th><th>We measured</th><th>Verdict</th></tr>" in lesson
+    evidence = (site / "book/evidence/07_layerscale_evidence.html").read_text()
+    assert "<th>The source says</th><th>We measured</th><th>Verdict</th><th>Why</th>" in evidence
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -161,14 +161,19 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "07_layerscale": {
         "exact": (
-            "calib_words claim_verdict cos50_plain cos96_gpt2 cos96_ls cos96_plain lam_fold lam_grad0 "
-            "lam_max_end lam_share move18 move_without48 rescue_words rms_growth_gpt2 rms_growth_ls "
-            "rms_growth_plain round1_verdict round1_words rule_words same_words scope_words small_lam two_words "
-            "w_grad0 tr_* d80_*"
+            "cos50_plain cos96_gpt2 cos96_ls cos96_plain cost_said d80_* lam_grad0 lam_share move18 "
+            "move_without48 noise_verdict rescue_said rms_growth_gpt2 rms_growth_ls rms_growth_plain small_lam "
+            "two_said w_grad0 tr_*"
         ),
         # a relative move of 2e-07 per block: three float32 units (float64 reads 1.99e-07)
         "rounding": "move48",
         "trained": "growth_*",
+    },
+    "07_layerscale_evidence": {
+        "exact": (
+            "calib_words claim_verdict d80_* lam_words rescue_words round1_verdict round1_words same_words "
+            "scope_words two_words"
+        ),
     },
     "08_trained": {
         "exact": (
@@ -215,6 +220,7 @@ MEASURED_KINDS = {
     "05_gelu": {"measured *GELU(x) = x * Phi(x)*": "rounding"},  # float64 vs torch: a rounding error
     "05_gelu_evidence": {"measured *GELU(x) = x * Phi(x)*": "rounding"},  # the same row, in full
     "07_layerscale": {"measured *At the first iteration*": "rounding"},  # a move at float32's resolution
+    "07_layerscale_evidence": {"measured *At the first iteration*": "rounding"},  # the same row, in full
 }
 
 
