@@ -240,3 +240,90 @@ def test_the_sampled_runs_must_re_run_to_their_stored_numbers(monkeypatch):
     monkeypatch.setattr(store, "cpu_identity", lambda: "a CPU no stored run was trained on")
     problems = rekey.rerun_sample(plan, run_cell=lambda cell, threads: same)
     assert problems and "this kind of CPU" in problems[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# --moved-out: the training command line left training/train.py for training/cli.py
+# ---------------------------------------------------------------------------------------------
+TRAIN_OLD = """
+import argparse
+import math
+from .checkpoint import RunDir, describe
+
+def lr_at(step):
+    return math.cos(step)
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    return describe(p)
+
+EXIT = 3
+
+if __name__ == "__main__":
+    main()
+"""
+TRAIN_NEW = """
+import math
+from .checkpoint import RunDir
+
+def lr_at(step):
+    return math.cos(step)
+
+if __name__ == "__main__":
+    from .cli import main
+    main()
+"""
+GONE = {"main", "EXIT", "argparse", "describe"}
+
+
+def moved(old: str, new: str, names: set = GONE):
+    return rekey.same_but_moved_out(old, new, "training", names)
+
+
+def test_definitions_no_covered_code_reaches_may_move_out():
+    problem, removed = moved(TRAIN_OLD, TRAIN_NEW)
+    assert problem == "" and sorted(r.split()[0] for r in removed) == sorted(GONE), problem
+    assert moved(TRAIN_OLD, TRAIN_OLD) == ("", [])
+
+
+def test_anything_else_is_not_a_move_out():
+    refused = {
+        "a kept statement changed": TRAIN_NEW.replace("math.cos(step)", "math.sin(step)"),
+        "a statement added": TRAIN_NEW.replace("def lr_at", "LR = 3\n\ndef lr_at"),
+        "a name not listed removed": TRAIN_NEW.replace("def lr_at(step):\n    return math.cos(step)\n", ""),
+        "a removed name still used": TRAIN_NEW.replace("return math.cos(step)", "return describe(step)"),
+        "the last import of a package module removed": TRAIN_NEW.replace("from .checkpoint import RunDir\n", ""),
+    }
+    for why, new in refused.items():
+        names = GONE | {"RunDir"} if "package module" in why else GONE
+        problem, removed = moved(TRAIN_OLD, new, names)
+        assert problem and removed == [], why
+    with_numpy = TRAIN_OLD.replace("import math\n", "import math\nimport numpy\n")
+    assert moved(with_numpy, TRAIN_NEW, GONE | {"numpy"})[0], "a removed import that is not the standard library"
+    swapped = TRAIN_OLD.replace("EXIT = 3\n", "").replace("def lr_at", "EXIT = 3\n\ndef lr_at")
+    assert moved(swapped, TRAIN_NEW)[0] == ""  # a removed statement's place does not matter
+    reordered = TRAIN_NEW.replace("import math\nfrom .checkpoint import RunDir\n", "from .checkpoint import RunDir\n")
+    reordered = reordered.replace("if __name__", "import math\n\nif __name__")
+    assert moved(TRAIN_OLD, reordered)[0], "the kept statements reordered"
+
+
+def test_the_training_command_line_moved_out_of_the_hashed_module():
+    """The move this mode was made for (training/train.py's main() to training/cli.py, issue 48) passes,
+    and a covered module that imported from cli.py, or reached a removed name through the module, would not."""
+    import subprocess
+
+    base = "f5e3e13"
+    have = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", base + "^{commit}"], capture_output=True)
+    need(have.returncode == 0, f"the git history at {base} (a full clone, not a shallow one)")
+    assert "def main(" in rekey.old_source(base, "training.train")
+    assert "def main(" not in _covered("training.train") and "def main(" in _covered("training.cli")
+    assert rekey.moved_out(base) == []
+    saved_new, saved_old = rekey.new_source, rekey.old_source
+    try:
+        for line in ("from .cli import EXIT_DIVERGED\n", "from . import train as T\nX = T.main\n"):
+            # the same line in the old and the new training.data: only the reach across modules differs
+            rekey.new_source = lambda n, x=line: saved_new(n) + x if n == "training.data" else saved_new(n)
+            rekey.old_source = lambda r, n, x=line: saved_old(r, n) + x if n == "training.data" else saved_old(r, n)
+            assert rekey.moved_out(base), line
+    finally:
+        rekey.new_source, rekey.old_source = saved_new, saved_old

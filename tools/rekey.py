@@ -47,6 +47,17 @@ measurements.
 
     python tools/rekey.py --added-option --old b243f40 --check
 
+``--moved-out`` is the fourth case: definitions that no covered code reaches leave a covered module for a
+module no key covers (``MOVED_OUT``: the training command line, ``main``, from ``training/train.py`` to
+``training/cli.py``). The proof: every covered module is the old one, statement for statement and in order,
+less statements that each bind one listed name (a definition, an assignment, one name's import), the
+``if __name__ == "__main__":`` block aside (a script's entry: no stored result ran a covered module as a
+script); no removed name is used by what stays, nor reached by another covered module (imported from the
+module, or read as an attribute of it); a removed import of the package leaves its module imported, and any
+other removed import is of the standard library; no covered module imports the new module; then steps 2-3.
+
+    python tools/rekey.py --moved-out --old 0a1b2c3 --check
+
 Two rules hold in every proof. Statements are compared in the order written (a name bound twice, ``LR =
 1e-3; LR = 3e-3``, is not its swap); only imports, which an isort reorders, form a set, and only while no
 name they bind is bound twice at the top level; a module split in two must keep each part's order. And a
@@ -594,6 +605,177 @@ def planned_added_option(rev: str) -> list[tuple[Path, str, str]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# --moved-out: definitions no covered code reaches moved out to a module no key covers
+# ---------------------------------------------------------------------------------------------
+# covered module -> (the names whose definitions or imports may leave it, the unhashed module they go to).
+# The training command line (main) left training/train.py for training/cli.py, with the imports only it used.
+MOVED_OUT = {"training.train": ({"main", "EXIT_DIVERGED", "argparse", "describe", "load_token_data"}, "training.cli")}
+
+
+def _one_per_alias(body: list) -> list:
+    """The statements, each import split into one statement per name it binds (``from x import a, b`` is two),
+    so that one name's import can go while the others stay."""
+    out = []
+    for st in body:
+        if isinstance(st, (ast.Import, ast.ImportFrom)) and len(st.names) > 1:
+            for a in st.names:
+                one = ast.Import(names=[a]) if isinstance(st, ast.Import) else ast.ImportFrom(st.module, [a], st.level)
+                out.append(one)
+        else:
+            out.append(st)
+    return out
+
+
+def _script_only(st: ast.stmt) -> bool:
+    """``if __name__ == "__main__": ...`` (no else): it runs only when the module is run as a script
+    (``python -m``), never when the code that computes a stored result imports it."""
+    t = st.test if isinstance(st, ast.If) else None
+    return (
+        isinstance(st, ast.If)
+        and not st.orelse
+        and isinstance(t, ast.Compare)
+        and isinstance(t.left, ast.Name)
+        and t.left.id == "__name__"
+        and len(t.ops) == 1
+        and isinstance(t.ops[0], ast.Eq)
+        and isinstance(t.comparators[0], ast.Constant)
+        and t.comparators[0].value == "__main__"
+    )
+
+
+def _binds(st: ast.stmt) -> Optional[tuple[str, str]]:
+    """(the one name ``st`` binds, its kind) for a statement that only binds a name: a function or class
+    definition, an assignment of names, an import of one name; else None."""
+    if isinstance(st, (ast.FunctionDef, ast.ClassDef)):
+        return st.name, "definition"
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        return st.targets[0].id, "assignment"
+    if isinstance(st, ast.Import) and len(st.names) == 1:
+        a = st.names[0]
+        return (a.asname or a.name.split(".")[0]), f"import {a.name}"
+    if isinstance(st, ast.ImportFrom) and len(st.names) == 1:
+        a = st.names[0]
+        return (a.asname or a.name), f"from {st.module or ''} import {a.name}"
+    text = _package_import(st)
+    if text is not None:
+        return text.rpartition(" as ")[2], f"import {text.partition(' as ')[0]}"
+    return None
+
+
+def _mentions(tree: ast.AST) -> set:
+    """Every identifier ``tree`` names: names, attributes, imported names, keyword arguments, and strings that
+    are identifiers (``getattr(m, "main")``)."""
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+        elif isinstance(n, ast.alias):
+            out |= {n.name, n.asname or n.name, n.name.split(".")[0]}
+        elif isinstance(n, ast.keyword) and n.arg:
+            out.add(n.arg)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.add(n.value)
+            if n.value.startswith("andrea.") and " as " in n.value:  # a package import, normalised
+                out |= set(n.value.partition(" as ")[0].split(".")) | {n.value.rpartition(" as ")[2]}
+    return out
+
+
+def same_but_moved_out(old: str, new: str, package: str, names: set) -> tuple[str, list[str]]:
+    """("", what was removed) if the new source is the old one with only statements removed that bind one of
+    ``names`` (a definition, a name's assignment, one name's import), in the same order otherwise, the
+    ``if __name__ == "__main__":`` block aside (the script's entry, which no stored result ran); a removed
+    name is mentioned nowhere in what stays; a removed import of the package leaves its module imported by
+    what stays, and a removed import of anything else is of the standard library. Else (the problem, [])."""
+
+    def body(src: str) -> list:
+        tree = _Normalise(package, False).visit(_blank_annotations(_strip_docstrings(ast.parse(src))))
+        return [st for st in _one_per_alias(tree.body) if not _script_only(st)]
+
+    before, after = body(old), body(new)
+    dump = lambda st: ast.dump(st, annotate_fields=False)  # noqa: E731
+    removed: list = []
+    j = 0
+    for st in before:  # the new statements are the old ones in order, less some that bind a listed name
+        if j < len(after) and dump(after[j]) == dump(st):
+            j += 1
+            continue
+        b = _binds(st)
+        if b is None or b[0] not in names:
+            return f"differs beyond the removed definitions, at the old statement {dump(st)!s:.300}", []
+        removed.append(st)
+    if j < len(after):
+        return f"differs beyond the removed definitions: a new statement {dump(after[j])!s:.300}", []
+    gone = {_binds(st)[0]: _binds(st)[1] for st in removed}  # type: ignore[index]
+    still = _mentions(ast.Module(body=after, type_ignores=[])) & set(gone)
+    if still:
+        return f"removed, but still used by the code that stays: {sorted(still)}", []
+    stays = {t.partition(" as ")[0].rpartition(".")[0] for st in after if (t := _package_import(st)) is not None}
+    for name, kind in gone.items():
+        if kind.startswith("import andrea."):
+            if kind.removeprefix("import ").rpartition(".")[0] not in stays:
+                return f"the import of {name!r} ({kind}) removed its module from what the code imports", []
+        elif kind.startswith(("import ", "from ")):
+            module = kind.split()[1].split(".")[0]
+            if module not in sys.stdlib_module_names:
+                return (
+                    f"the import of {name!r} ({kind}) is not of the standard library: importing it may do something",
+                    [],
+                )
+    return "", [f"{name} ({kind})" for name, kind in gone.items()]
+
+
+def moved_out(rev: str, new_rev: Optional[str] = None) -> list[str]:
+    """Problems (none: every covered module runs the old statements, less definitions and imports that no
+    covered code reaches, now in modules no key covers); the new code is the working tree's, or ``new_rev``'s."""
+    from andrea.evidence import store
+    from andrea.trained.model import PROBE_CODE
+
+    covered = sorted(set(store.CODE_MODULES) | set(EXPLORER_MODULES) | set(PROBE_CODE))
+    problems = []
+    homes = {home for _, home in MOVED_OUT.values()}
+    if homes & set(covered):
+        problems.append(f"{sorted(homes & set(covered))} are covered by a key: moving code there changes nothing")
+    gone: dict[str, set] = {}
+    for name in covered:
+        now = new_source(name) if new_rev is None else old_source(new_rev, name)
+        names, _ = MOVED_OUT.get(name, (set(), ""))
+        problem, removed = same_but_moved_out(old_source(rev, name), now, name.rpartition(".")[0], names)
+        if problem:
+            problems.append(f"andrea/{name}: {problem}")
+        elif removed:
+            gone[name] = {r.split()[0] for r in removed}
+            print(f"andrea/{name}: removed {', '.join(removed)}, reached by no covered code")
+    for name in covered:  # no covered module reaches what left, nor the module it went to
+        now = new_source(name) if new_rev is None else old_source(new_rev, name)
+        tree = _Normalise(name.rpartition(".")[0], False).visit(_strip_docstrings(ast.parse(now)))
+        tree.body = [st for st in tree.body if not _script_only(st)]
+        imported = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        imported = [t for t in imported if t.startswith("andrea.") and " as " in t]  # the package's imports
+        for home in homes:
+            if any(t.startswith((f"andrea.{home}.", f"andrea.{home} ")) for t in imported):
+                problems.append(f"andrea/{name} imports from andrea/{home}, a module no key covers")
+        for owner, names in gone.items():
+            if owner == name:
+                continue
+            aliases = {t.rpartition(" as ")[2] for t in imported if t.partition(" as ")[0] == f"andrea.{owner}"}
+            reached = {
+                n for t in imported for n in names if t.startswith((f"andrea.{owner}.{n} ", f"andrea.{owner}.* "))
+            }
+            for node in ast.walk(tree):  # owner.main, getattr(owner, "main") (or any getattr on it)
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                    reached |= {node.attr} & names
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+                    if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in aliases:
+                        what = node.args[1] if len(node.args) > 1 else None
+                        reached |= {str(what.value)} & names if isinstance(what, ast.Constant) else set(names)
+            if reached:
+                problems.append(f"andrea/{name} reaches {sorted(reached)}, removed from andrea/{owner}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
 # Beside each proof: a sample of the carried runs re-run in full
 # ---------------------------------------------------------------------------------------------
 SAMPLE_RUNS = 3  # the cheapest carried runs, from as many grids, re-run in full before any key is carried
@@ -701,11 +883,23 @@ def main(argv=None) -> int:
     p.add_argument("--check", action="store_true", help="say what would change; write nothing")
     p.add_argument("--same-text", action="store_true", help="the covered code reads the same text from elsewhere")
     p.add_argument(
+        "--moved-out",
+        action="store_true",
+        help=f"definitions no covered code reaches moved to modules no key covers ({sorted(MOVED_OUT)})",
+    )
+    p.add_argument(
         "--added-option",
         action="store_true",
         help=f"a config option gained a value ({ADDED_OPTION[0]}={ADDED_OPTION[2]!r}) that only new code reaches",
     )
     a = p.parse_args(argv)
+    if a.moved_out:
+        problems = moved_out(a.old)
+        if problems:
+            print("the covered code changed beyond what moved out: nothing re-keyed", *problems, sep="\n  ")
+            return 1
+        print(f"the covered code at {a.old} runs now as it did, less what no covered code reached")
+        return _rekey(planned_added_option(a.old), a.check)
     if a.added_option:
         problems = added_option(a.old)
         if problems:
