@@ -18,9 +18,10 @@ The package, by concept (each layer imports only the ones above it in this list,
 * ``evidence/``: ``runs`` (what one stored run computes), ``store`` (the committed results store,
   ``results/``), ``verdict`` (the book's one rule for verdicts), ``grids/`` (the named training
   grids behind the verdicts, one module per chapter), ``evaluation`` (their declared rules applied).
-* ``views/``: ``notebook`` (glue, claim tables, ``setup``), ``plots``, ``diagrams`` and
-  ``legibility`` (every figure), ``explorer``, ``widgets`` and ``static_explorer`` (the
-  gradient-flow explorer), ``checks`` and ``exercises`` (the checkers), ``bench`` (``make bench``).
+* ``views/``: ``notebook`` (glue, claim tables, ``setup``), ``plots``, ``diagrams``, ``legibility``,
+  ``phone`` and ``figure_png`` (every figure), ``explorer``, ``widgets`` and ``static_explorer`` (the
+  gradient-flow explorer), ``checks``, ``exercises`` and ``exercises_inside`` (the checkers),
+  ``bench`` (``make bench``).
 * ``trained/``: the shipped 12-block model, its corpus, probes and figures (chapter 8).
 * ``web/``: what the in-page explorer (TensorFlow.js) is tested against.
 * ``experiments``: the command line that runs the grids, the trained model and the explorer's

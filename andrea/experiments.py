@@ -15,6 +15,7 @@ the explorer's shipped measurements (``andrea.views.explorer``).
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import time
 
@@ -58,8 +59,42 @@ def main(argv=None) -> int:
         if a.workers is not None and a.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {a.workers}")
         workers()  # $ANDREA_WORKERS, checked here: a bad value is named before anything runs
+        if a.reproduce and a.second_cpu:
+            raise ValueError(
+                "--reproduce (re-run the deciding runs and compare) and --second-cpu (train their emulated copies) "
+                "do different things: give one of them"
+            )
+        if (a.reproduce or a.second_cpu) and not names:
+            flag = "--reproduce" if a.reproduce else "--second-cpu"
+            raise ValueError(
+                f"{flag} works on the grids' deciding runs, and {' and '.join(map(repr, a.names))} "
+                f"{'is not a grid' if len(a.names) == 1 else 'are not grids'}; name grids (any of {sorted(GRIDS)}) "
+                f"or none for all"
+            )
     except ValueError as e:
         p.exit(2, f"{p.prog}: error: {e}\n")
+    try:
+        return _main(a, names)
+    except OSError as e:  # a full disk or a folder that cannot be written: the message says which and what to do
+        if e.errno is not None and e.errno not in _DISK_ERRNOS:
+            raise
+        print(f"{p.prog}: stopped: {e}", file=sys.stderr)
+        return 1
+    except RuntimeError as e:
+        from .trained.model import Interrupted
+
+        if not isinstance(e, Interrupted):
+            raise
+        print(f"{p.prog}: {e}", file=sys.stderr)  # stopped by a signal, its checkpoint saved: resumes next time
+        return 130
+
+
+# A disk that is full, over its quota or read-only, or a folder that cannot be written; an OSError with no
+# errno is one the package wrote for the reader (a checkpoint that could not be written, with the free space)
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def _main(a: argparse.Namespace, names: list[str]) -> int:
     if a.list:
         total = emulated = 0.0
         copies = 0
@@ -152,8 +187,8 @@ def main(argv=None) -> int:
             t1 = time.perf_counter()
             from .progress import bar
 
-            n = len(set(explorer.grid_settings()) | set(explorer.reference_settings()))
-            pb = bar(n, "explorer: shipped settings", unit="setting")
+            count = len(set(explorer.grid_settings()) | set(explorer.reference_settings()))
+            pb = bar(count, "explorer: shipped settings", unit="setting")
             explorer.build_shipped(lambda i, n: pb.update(1))
             pb.close()
             print(

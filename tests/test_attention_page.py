@@ -128,6 +128,16 @@ def page_html(body: str) -> str:
     )
 
 
+def _with_nan(blob: bytes, every: int = 70) -> bytes:
+    """A float16 safetensors file of the same size, one value in ``every`` set to NaN (0x7e00)."""
+    n = int.from_bytes(blob[:8], "little")
+    start = 8 + n
+    data = bytearray(blob)
+    for at in range(start, len(blob) - 1, 2 * every):
+        data[at : at + 2] = b"\x00\x7e"
+    return bytes(data)
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     d = tmp_path_factory.mktemp("attention-site")
@@ -145,16 +155,18 @@ def pages(tmp_path_factory):
     (d / "book").mkdir()
     (d / "book" / "attention.html").write_text(page_html(viewer))
     (d / "book" / "blank.html").write_text(page_html(""))
-    # two broken sites: no _static/andrea/ at all, and a truncated weights file
-    for name in ("missing", "truncated"):
+    # three broken sites: no _static/andrea/ at all, a truncated weights file, and one with NaN in it
+    for name in ("missing", "truncated", "nan"):
         (d / name / "book").mkdir(parents=True)
         shutil.copytree(d / "_static", d / name / "_static", ignore=shutil.ignore_patterns("andrea"))
         (d / name / "book" / "attention.html").write_text(page_html(viewer))
-    (d / "truncated" / "_static" / "andrea").mkdir()
-    for f in ("config.json", "tokenizer.json"):
-        shutil.copy2(d / "_static" / "andrea" / f, d / "truncated" / "_static" / "andrea" / f)
     blob = (d / "_static" / "andrea" / "trained.safetensors").read_bytes()
+    for name in ("truncated", "nan"):
+        (d / name / "_static" / "andrea").mkdir()
+        for f in ("config.json", "tokenizer.json"):
+            shutil.copy2(d / "_static" / "andrea" / f, d / name / "_static" / "andrea" / f)
     (d / "truncated" / "_static" / "andrea" / "trained.safetensors").write_bytes(blob[: len(blob) // 2])
+    (d / "nan" / "_static" / "andrea" / "trained.safetensors").write_bytes(_with_nan(blob))
     with Served(d) as served:
         yield SimpleNamespace(base=served.base, dir=d)
 
@@ -546,6 +558,68 @@ def test_missing_or_damaged_files_are_said_in_the_viewer(browser, pages):
         p.clean()
     finally:
         p.close()
+
+
+def test_a_long_text_with_no_space_and_a_weights_file_with_nan_are_named(browser, pages):
+    """Issue 48 (W5, W9): 300,000 characters with no space give the token-limit message (not "Maximum call
+    stack size exceeded"), and the viewer then draws a short text again; a weights file with NaN in it is
+    named instead of leaving the viewer at "Loading the model…"."""
+    p = Page(browser, pages.base, "book/attention.html")
+    try:
+        assert wait_state(p.page, ("drawn", "error")) == "drawn"
+        for n in (300_000, 1_000_000):
+            p.page.fill(f"#{EL} textarea", "a" * n)
+            assert wait_state(p.page, ("drawn", "error")) == "error"
+            msg = p.page.inner_text(f"#{EL} .andrea-attention-error")
+            assert "tokens; the viewer takes at most 64" in msg and "call stack" not in msg, msg
+        p.page.fill(f"#{EL} textarea", "Back to a short text.")
+        assert wait_state(p.page, ("drawn", "error")) == "drawn"
+        p.clean()
+    finally:
+        p.close()
+    p = Page(browser, pages.base, "nan/book/attention.html")
+    try:
+        assert wait_state(p.page, ("drawn", "error")) == "error"
+        msg = p.page.inner_text(f"#{EL} .andrea-attention-error")
+        assert "non-finite values (NaN or infinity)" in msg and "damaged" in msg, msg
+        p.page.select_option(f"#{EL} select[name=model]", "untrained")  # needs no weights file: it is drawn
+        assert wait_state(p.page, ("drawn", "error")) == "drawn"
+        p.clean()
+    finally:
+        p.close()
+
+
+def test_a_long_text_and_non_finite_weights_are_named_in_node():
+    """The same checks as the page's, on the pure functions in Node (no browser): the token limit for a long
+    run with no space (exact counts kept for ordinary text), non-finite weights and maps named."""
+    need(shutil.which("node") is not None, "node is not installed: sudo apt-get install nodejs (make book needs it)")
+    script = """
+      const [dir, tokfile] = process.argv.slice(1), A = require(dir + "/andrea_attention.js"), fs = require("fs");
+      const tok = A.tokenizer(fs.readFileSync(tokfile, "utf8"));
+      const err = f => { try { f(); return "no error"; } catch (e) { return e.message; } };
+      const cfg = {d_model: 16, n_head: 2, n_layer: 2, vocab_size: 20, context_length: 8};
+      const w = A.untrainedWeights(cfg, 0), file = {tensors: {}};
+      for (const k in w) file.tensors[k] = {data: Float32Array.from(w[k])};
+      file.tensors["blocks.1.mlp.fc.weight"].data[3] = NaN;
+      const bad = Object.assign({}, w, {"blocks.0.attn.qkv.weight": Float32Array.from(w["blocks.0.attn.qkv.weight"])});
+      bad["blocks.0.attn.qkv.weight"][0] = NaN;
+      const t0 = Date.now(), long = [300000, 1000000].map(n => err(() => A.prepare(tok, "a".repeat(n))));
+      console.log(JSON.stringify({long, ms: Date.now() - t0, words: err(() => A.prepare(tok, "word ".repeat(100))),
+        whole: tok.encode("ab".repeat(50000)).length, nanFile: err(() => A.weightsOf(file)),
+        nanMaps: err(() => A.attend(cfg, bad, [1, 2, 3])), colour: err(() => A.colour(NaN))}));
+    """
+    tokfile = ROOT / "andrea" / "results" / "trained" / "tokenizer.json"
+    out = subprocess.run(["node", "-e", script, str(STATIC), str(tokfile)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    for msg in got["long"]:
+        assert msg.startswith("Your text has at least ") and "the viewer takes at most 64" in msg, msg
+    assert got["ms"] < 5000, got["ms"]  # no BPE of a 1 MB word
+    assert "text has 101 tokens; the viewer takes at most 64" in got["words"]  # ordinary text: counted exactly
+    assert got["whole"] > 64  # without the viewer's cap, a long word is encoded in full (no stack overflow)
+    assert "holds 1 non-finite value (NaN or infinity)" in got["nanFile"] and "blocks.1.mlp.fc.weight" in got["nanFile"]
+    assert "came out as NaN (block 1)" in got["nanMaps"]
+    assert "must be a number from 0 to 1, got NaN" in got["colour"]
 
 
 def test_viewer_checks_its_arguments():

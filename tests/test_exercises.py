@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from andrea.measure import analysis
 from andrea.model.transformer import count_parameters
 from andrea.views import exercises as X
+from andrea.views import exercises_inside as XI
 
 
 def _decompose(model, idx):
@@ -94,9 +95,9 @@ CASES = [
         lambda m: {n for n, _ in m.named_parameters() if ".ls_" in n or "embedding" in n},
         lambda m: {n for n, _ in m.named_parameters()},
     ),
-    (X.check_logit_lens, _lens, lambda m, s: _lens(m, s, final_norm=False)),  # skips the final LayerNorm
-    (X.check_induction_score, _induction, lambda a, L: _induction(a, L, shift=0)),  # the copy itself
-    (X.check_control_task, _control, lambda ids, k, seed: np.random.default_rng(seed).integers(0, k, len(ids))),
+    (XI.check_logit_lens, _lens, lambda m, s: _lens(m, s, final_norm=False)),  # skips the final LayerNorm
+    (XI.check_induction_score, _induction, lambda a, L: _induction(a, L, shift=0)),  # the copy itself
+    (XI.check_control_task, _control, lambda ids, k, seed: np.random.default_rng(seed).integers(0, k, len(ids))),
 ]
 
 
@@ -181,7 +182,7 @@ NUMBER_CHECKERS = [
     X.check_lr_schedule,
     X.check_mlp_share,
     X.check_swiglu_width,
-    X.check_induction_score,
+    XI.check_induction_score,
     X.check_flops_per_token,
 ]
 
@@ -197,7 +198,7 @@ def test_a_checker_takes_only_numbers_and_never_crashes(checker):
     assert "got _AlwaysEqual" in repr(checker(lambda *a: _AlwaysEqual()))
 
 
-def test_numbers_of_every_kind_are_judged_in_float64_at_their_own_precision():
+def test_numbers_of_every_kind_are_judged_in_float64_at_the_stated_tolerance():
     from andrea.training.train import TrainConfig, lr_at
 
     def as_type(kind):
@@ -207,13 +208,17 @@ def test_numbers_of_every_kind_are_judged_in_float64_at_their_own_precision():
                 "float32": np.float32(v),
                 "tensor32": torch.tensor(v, dtype=torch.float32),
                 "array64": np.array(v),
+                "tensor64": torch.tensor(v, dtype=torch.float64),
                 "float64": np.float64(v),
             }[kind]
 
         return answer
 
-    for kind in ("float32", "tensor32", "array64", "float64"):
-        assert X.check_lr_schedule(as_type(kind)), kind  # a float32 answer is judged at float32's precision
+    for kind in ("array64", "tensor64", "float64"):
+        assert X.check_lr_schedule(as_type(kind)), kind
+    for kind in ("float32", "tensor32"):  # float32's rounding is coarser than the stated 1e-9: said, not waved through
+        res = X.check_lr_schedule(as_type(kind))
+        assert not res and "your answer is float32" in repr(res), (kind, res)
     off = X.check_lr_schedule(
         lambda s, n, w, lr, r: 1.01 * lr_at(s, TrainConfig(steps=n, warmup=w, lr=lr, min_lr_ratio=r))
     )
@@ -228,7 +233,109 @@ def test_other_answers_cannot_cheat_either():
     def agreeable_lens(model, stream):
         return torch.zeros(stream.shape[:2], dtype=torch.long).as_subclass(_AgreeableTensor)
 
-    res = X.check_logit_lens(agreeable_lens)
+    res = XI.check_logit_lens(agreeable_lens)
     assert not res and "guesses differ" in repr(res)
     assert not X.check_gelu_minimum(_AlwaysEqual()) and "got _AlwaysEqual" in repr(X.check_gelu_minimum(_AlwaysEqual()))
-    assert not X.check_control_task(lambda ids, k, seed: _AlwaysEqual())
+    assert not XI.check_control_task(lambda ids, k, seed: _AlwaysEqual())
+
+
+class _Hollow(torch.Tensor):
+    """A wrapper subclass with no values of its own (``__torch_dispatch__``): every operation a checker
+    might judge it with answers what a cheat wants (differences zero, everything finite and equal)."""
+
+    @staticmethod
+    def __new__(cls, shape, dtype=torch.float64):
+        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=dtype)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        name = func.__name__
+        like = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        shape = like.shape if like is not None else ()
+        if name.startswith(("detach", "alias", "_to_copy", "clone", "view", "lift")):
+            return _Hollow(like.shape, like.dtype)
+        if name.startswith(("isfinite", "eq")):
+            return torch.ones(shape, dtype=torch.bool)
+        if name.startswith("ne"):
+            return torch.zeros(shape, dtype=torch.bool)
+        return torch.zeros(shape, dtype=torch.float64)
+
+
+TENSOR_CHECKERS = [
+    (X.check_rms_norm, lambda x, g, e: _Hollow(x.shape)),
+    (X.check_attention, lambda q, k, v: _Hollow(q.shape, torch.float32)),
+    (X.check_gelu_derivative, lambda x: _Hollow(x.shape)),
+    (XI.check_logit_lens, lambda m, s: _Hollow(s.shape[:2], torch.long)),
+    (
+        X.check_stream_decomposition,
+        lambda m, i: [_Hollow((*i.shape, m.config.d_model), torch.float32) for _ in range(m.config.n_layer + 1)],
+    ),
+]
+
+
+@pytest.mark.parametrize("checker, hollow", TENSOR_CHECKERS, ids=[c[0].__name__ for c in TENSOR_CHECKERS])
+def test_a_tensor_subclass_with_its_own_dispatch_is_no_answer(checker, hollow):
+    """The answer's values are copied out through NumPy before they are judged: a tensor whose operations
+    are its own (``__torch_dispatch__``) is ✗, named, whatever its operations say."""
+    res = checker(hollow)
+    assert not res, repr(res)
+    assert "_Hollow" in repr(res) and "plain tensor" in repr(res), repr(res)
+
+
+def test_a_low_precision_answer_never_widens_the_tolerance():
+    """The stated tolerance is the tolerance: an approximate answer given as bfloat16 or float16 is ✗ as it
+    is in float64, and a float32 answer to a check finer than float32 says why it failed."""
+    from andrea.training.train import TrainConfig, lr_at
+
+    approx = [
+        lambda d: 8 * d / 3,
+        lambda d: torch.tensor(8 * d / 3, dtype=torch.bfloat16),
+        lambda d: torch.tensor(8 * d / 3, dtype=torch.float16),
+        lambda d: np.float16(8 * d / 3),
+    ]
+    for answer in approx:
+        res = X.check_swiglu_width(answer)
+        assert not res and "within 4.9e-10 passes" in repr(res), repr(res)
+
+    def as_float32(s, n, w, lr, r):
+        return np.float32(lr_at(s, TrainConfig(steps=n, warmup=w, lr=lr, min_lr_ratio=r)))
+
+    res = X.check_lr_schedule(as_float32)
+    assert not res and "float32" in repr(res) and "float64" in repr(res), repr(res)
+
+
+def test_check_prediction_takes_only_a_plain_string():
+    class Agreeable(str):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+
+    for answer in (Agreeable("post"), Agreeable("pre")):
+        res = X.check_prediction("amplification", answer)
+        assert not res and "Agreeable" in repr(res), repr(res)
+
+
+def test_no_exception_from_the_readers_code_escapes_the_checker():
+    import sys
+
+    class Stop(GeneratorExit):
+        pass
+
+    def leave(*a):
+        sys.exit(3)
+
+    def interrupt(*a):
+        raise KeyboardInterrupt("pressed")
+
+    def stop(*a):
+        raise Stop("enough")
+
+    for fn, said in (
+        (leave, "raised SystemExit: 3"),
+        (interrupt, "raised KeyboardInterrupt: pressed"),
+        (stop, "Stop: enough"),
+    ):
+        for checker in (X.check_rms_norm, X.check_lr_schedule):
+            res = checker(fn)
+            assert not res and said in repr(res), repr(res)

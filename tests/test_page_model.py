@@ -187,6 +187,60 @@ def test_bad_token_id_is_named(page):
     assert "token id 8449 is outside the vocabulary [0, 8449)" in got
 
 
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        (1.5, "token id 1.5 (batch.idx[3]) is not an integer: token ids are integers from 0 to 8448"),
+        ("3", 'token id "3" (batch.idx[3]) is a string, not a number: token ids are integers from 0 to 8448'),
+        (True, "token id true (batch.idx[3]) is a boolean, not a number: token ids are integers from 0 to 8448"),
+    ],
+)
+def test_a_token_id_that_is_not_an_integer_is_named(page, bad, says):
+    """Issue 48 (B18): 1.5 (which int32 would truncate to 1), "3" and true are refused, not used."""
+    c = case(Setting(width=32, depth=1))
+    c["batch"]["idx"][3] = bad
+    got = page.evaluate(f"c => {TRY.format(f'({RUN_CASE})([c, null])')}", c)
+    assert says in got, got
+
+
+def test_token_ids_are_checked_before_any_computation_in_node():
+    """The same check on andrea_flow.js's gradientFlow in Node, with no TensorFlow.js (the ids are checked
+    before it is used): each bad id is named with its place, and plain integer ids pass the check."""
+    import json
+    import shutil
+    import subprocess
+
+    from conftest import need
+
+    need(shutil.which("node") is not None, "node is not installed: sudo apt-get install nodejs (make book needs it)")
+    script = """
+      const m = require(process.argv[1]), F = m.AndreaFlow;
+      m.tf = {};  // no TensorFlow.js: the checks come first
+      const s = {width: 32, depth: 1}, w = {}, N = F.BATCH * F.SEQ, out = {};
+      F.shapes(F.checkSetting(s)).forEach(e => { w[e[0]] = new Float32Array(e[1].reduce((a, b) => a * b, 1)); });
+      const err = f => { try { f(); return "no error"; } catch (e) { return e.message; } };
+      for (const v of [1.5, "3", true, 8449, -1, null]) {
+        const idx = Array(N).fill(0); idx[3] = v;
+        out[JSON.stringify(v)] = err(() => F.gradientFlow(s, w, {idx, targets: Array(N).fill(0)}));
+      }
+      out.plain = err(() => F.gradientFlow(s, w, {idx: new Int32Array(N), targets: new Int32Array(N)}));
+      out.notArray = err(() => F.gradientFlow(s, w, {idx: 5, targets: []}));
+      console.log(JSON.stringify(out));
+    """
+    flow = ROOT / "book" / "_static" / "andrea_flow.js"
+    r = subprocess.run(["node", "-e", script, str(flow)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert "token id 1.5 (batch.idx[3]) is not an integer" in got["1.5"]
+    assert 'token id "3" (batch.idx[3]) is a string, not a number' in got['"3"']
+    assert "token id true (batch.idx[3]) is a boolean, not a number" in got["true"]
+    assert "token id null (batch.idx[3]) is null, not a number" in got["null"]
+    assert "token id 8449 is outside the vocabulary [0, 8449)" in got["8449"]
+    assert "token id -1 is outside the vocabulary" in got["-1"]
+    assert "batch.idx must be an array of 64 token ids, got 5" in got["notArray"]
+    assert "token id" not in got["plain"]  # the ids pass; the stub TensorFlow.js is what stops it
+
+
 def test_lambda_labels_read_like_python(page):
     values = [1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 3.16e-05, 0.000178, 0.0562]
     got = page.evaluate("vs => vs.map(AndreaFlow.formatG)", values)

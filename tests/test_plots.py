@@ -62,7 +62,8 @@ def test_same_look_names_lines_a_reader_cannot_tell_apart():
 def test_book_png_raises_small_fonts_and_records_its_audit():
     import matplotlib.pyplot as plt
 
-    from andrea.views.legibility import MIN_FONT_PX, SHOWN_AT_MOST_PX, book_png, png_audit
+    from andrea.views.figure_png import book_png, png_audit
+    from andrea.views.legibility import MIN_FONT_PX, SHOWN_AT_MOST_PX
 
     fig, ax = plt.subplots(figsize=(12, 3), dpi=100)  # 1200 px wide: shown at 640, scale 0.53
     ax.plot([0, 1], [0, 1], label="x")
@@ -88,7 +89,8 @@ def test_a_legend_over_the_data_moves_off_it_and_the_audit_says_where_one_is_lef
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from andrea.views.legibility import book_png, legends_off_data, legends_on_data, png_audit
+    from andrea.views.figure_png import book_png, png_audit
+    from andrea.views.legibility import legends_off_data, legends_on_data
 
     x = np.linspace(0, 1, 50)
     fig, ax = plt.subplots()
@@ -128,7 +130,9 @@ def test_a_legend_across_its_panels_edge_is_recorded_and_the_phone_gives_a_legen
     import numpy as np
 
     from andrea.views import plots
-    from andrea.views.legibility import legends_on_data, phone_png, png_audit
+    from andrea.views.figure_png import png_audit
+    from andrea.views.legibility import legends_on_data
+    from andrea.views.phone import phone_png
 
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.plot([0, 1], [0, 1], label="a long label for a narrow panel")
@@ -189,7 +193,8 @@ def test_a_phone_gets_the_panels_stacked_legible_in_its_column_and_the_figure_is
     import matplotlib.pyplot as plt
     from PIL import Image
 
-    from andrea.views.legibility import MIN_FONT_PX, PHONE_PX, book_png, png_audit, split_phone
+    from andrea.views.figure_png import book_png, png_audit, split_phone
+    from andrea.views.legibility import MIN_FONT_PX, PHONE_PX
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
     for i, ax in enumerate(axes):
@@ -220,7 +225,9 @@ def test_texts_drawn_over_each_other_are_found_and_the_phone_lays_out_above_its_
     import matplotlib.pyplot as plt
 
     from andrea.views import plots
-    from andrea.views.legibility import phone_png, png_audit, texts_collide
+    from andrea.views.figure_png import png_audit
+    from andrea.views.legibility import texts_collide
+    from andrea.views.phone import phone_png
 
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.bar([0, 1], [92.3, 98.0])

@@ -706,9 +706,10 @@ def _open(browser, server, path, width, dark=False):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_figure_text_is_at_least_min_font_px_as_shown(site, browser, server, width):
-    """Every figure's smallest text (recorded in the PNG by andrea.views.legibility.book_png), at the size
+    """Every figure's smallest text (recorded in the PNG by andrea.views.figure_png.book_png), at the size
     the page shows the figure: at least legibility.MIN_FONT_PX on a desktop and on a phone."""
-    from andrea.views.legibility import MIN_FONT_PX, png_audit
+    from andrea.views.figure_png import png_audit
+    from andrea.views.legibility import MIN_FONT_PX
 
     small, unaudited, n = [], [], 0
     for path in site_pages():
@@ -724,7 +725,7 @@ def test_figure_text_is_at_least_min_font_px_as_shown(site, browser, server, wid
                 small.append(f"{path}: {f['src'][-20:]} {shown:.1f} px")
         ctx.close()
     assert n > 20, f"only {n} figures found"
-    assert unaudited == [], f"figures not drawn through andrea.views.legibility.book_png: {unaudited}"
+    assert unaudited == [], f"figures not drawn through andrea.views.figure_png.book_png: {unaudited}"
     assert small == [], f"figure text below {MIN_FONT_PX} px at {width} px: {small}"
 
 
@@ -750,7 +751,7 @@ def test_no_figure_legend_covers_its_data(site):
     PNG after book_png moved what it could to a free corner or outside the axes)."""
     import json
 
-    from andrea.views.legibility import png_audit
+    from andrea.views.figure_png import png_audit
 
     bad, n = [], 0
     for png in sorted((site / "_images").glob("*.png")):
@@ -769,7 +770,7 @@ def test_no_figure_draws_text_over_text(site):
     .texts_collide, recorded in each PNG)."""
     import json
 
-    from andrea.views.legibility import png_audit
+    from andrea.views.figure_png import png_audit
 
     bad, n = [], 0
     for png in sorted((site / "_images").glob("*.png")):
@@ -787,7 +788,7 @@ def test_figure_lines_are_told_apart(site):
     of line with nothing to name them (andrea.views.legibility.same_look, recorded in each PNG)."""
     import json
 
-    from andrea.views.legibility import png_audit
+    from andrea.views.figure_png import png_audit
 
     bad = []
     for png in sorted((site / "_images").glob("*.png")):
@@ -894,7 +895,7 @@ def test_an_arm_has_one_colour_everywhere(site):
     import json
     from collections import defaultdict
 
-    from andrea.views.legibility import png_audit
+    from andrea.views.figure_png import png_audit
 
     seen = defaultdict(set)
     for png in sorted((site / "_images").glob("*.png")):

@@ -138,7 +138,7 @@ def _with_outputs(executed: Path) -> nbformat.NotebookNode:
 def _without_phone(b64) -> str:
     import base64
 
-    from andrea.views.legibility import split_phone
+    from andrea.views.figure_png import split_phone
 
     png = base64.b64decode("".join(b64) if isinstance(b64, list) else b64)
     return base64.b64encode(split_phone(png)[0]).decode("ascii")

@@ -1,4 +1,5 @@
-"""Training ANDREA: AdamW, warmup then cosine decay, clipping, validation, checkpoints, sampling.
+"""Training ANDREA: AdamW, warmup then cosine decay, clipping, validation, checkpoints, sampling. Its command
+line (below) is ``cli.main``, run by ``python -m andrea.training.train`` as before.
 
     python -m andrea.training.train --preset tiny            # ~1 minute on a laptop CPU, then prints samples
     python -m andrea.training.train --preset andrea-120m     # the full model (meant for a GPU)
@@ -15,7 +16,6 @@ continues bit-identically (on the CPU); a run whose loss or gradient becomes non
 
 from __future__ import annotations
 
-import argparse
 import math
 import signal
 import sys
@@ -32,8 +32,8 @@ import torch.nn.functional as F
 from ..device import check_device, pick_device
 from ..model.config import ANDREA_120M, AndreaConfig
 from ..model.transformer import Andrea
-from .checkpoint import RunDir, describe
-from .data import TokenData, load_token_data
+from .checkpoint import RunDir
+from .data import TokenData
 from .optimizer import make_optimizer
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None)
@@ -392,7 +392,7 @@ def sample(
 
 
 # ---------------------------------------------------------------------------------------------
-# Command line
+# The presets of the command line (cli.py)
 # ---------------------------------------------------------------------------------------------
 PRESETS = {
     # name: (model config, train config, tokenizer)
@@ -412,116 +412,7 @@ PRESETS = {
         "bpe",
     ),
 }
-EXIT_DIVERGED = 3
+if __name__ == "__main__":  # the command line is in cli.py, which no stored result's key covers
+    from .cli import main
 
-
-def main(argv: Optional[list[str]] = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m andrea.training.train",
-        description="Train ANDREA on Python's documentation (or any UTF-8 text).",
-    )
-    p.add_argument("--preset", choices=sorted(PRESETS), default="tiny", help="model and schedule (default: tiny)")
-    p.add_argument("--steps", type=int, help="optimizer steps (default: the preset's)")
-    p.add_argument("--lr", type=float, help="peak learning rate (default: the preset's)")
-    p.add_argument("--batch-size", type=int, help="sequences per step (default: the preset's)")
-    p.add_argument(
-        "--eval-every", type=int, help="validate and save a checkpoint every N steps (default: the preset's)"
-    )
-    p.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
-    p.add_argument("--out", help="folder for last.pt (default: runs/PRESET)")
-    p.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
-    p.add_argument("--overwrite", action="store_true", help="start afresh even if OUT/last.pt exists (replaces it)")
-    p.add_argument(
-        "--allow-changes",
-        action="store_true",
-        help="with --resume: continue even if settings differ from the checkpoint's",
-    )
-    p.add_argument("--corpus", help="a UTF-8 text file to train on instead of Python's docs")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA)")
-    p.add_argument("--samples", type=int, default=2, help="samples to print at the end (default: 2)")
-    p.add_argument("--seed", type=int, help="random seed (default: 0)")
-    a = p.parse_args(argv)
-    model_cfg, train_cfg, tok = PRESETS[a.preset]
-    out = Path(a.out) if a.out else Path("runs") / a.preset
-    overrides = {
-        k: v
-        for k, v in {
-            "steps": a.steps,
-            "lr": a.lr,
-            "batch_size": a.batch_size,
-            "seed": a.seed,
-            "eval_every": a.eval_every,
-        }.items()
-        if v is not None
-    }
-    world, rank = _dist_info()
-    try:
-        if a.resume and a.overwrite:
-            raise ValueError("--resume and --overwrite contradict each other: choose one")
-        if a.samples < 0:
-            raise ValueError(f"--samples must be >= 0, got {a.samples}")
-        train_cfg = replace(train_cfg, compile=a.compile, **overrides)
-        device = str(check_device(a.device, "--device")) if a.device is not None else pick_device()
-        if rank == 0:  # checked before the corpus is even read: the folder can be written and is free
-            early = RunDir(out)
-            if not a.resume:
-                early.check_fresh(a.overwrite)
-        data = load_token_data(tok, a.corpus)
-        model_cfg = replace(model_cfg, vocab_size=data.vocab_size)
-        if rank == 0:
-            n = sum(q.numel() for q in Andrea(model_cfg).parameters()) if model_cfg.d_model < 512 else None
-            print(
-                f"preset {a.preset}: d_model={model_cfg.d_model} n_layer={model_cfg.n_layer} "
-                f"{'params=' + format(n, ',') + ' ' if n else ''}train tokens={len(data.train):,} "
-                f"device={device} processes={world} out={out}",
-                file=sys.stderr,
-            )
-        result = train(
-            model_cfg,
-            train_cfg,
-            data,
-            device=device,
-            out_dir=out,
-            resume=a.resume,
-            overwrite=a.overwrite,
-            allow_changes=a.allow_changes,
-        )
-    except (ValueError, FileNotFoundError) as e:
-        p.exit(2, f"{p.prog}: error: {e}\n")
-    except KeyboardInterrupt:
-        print(
-            "\ninterrupted before training started (or by a second Ctrl-C): nothing new was saved; "
-            f"checkpoint: {describe(out / 'last.pt')}",
-            file=sys.stderr,
-        )
-        return 130
-    if world > 1:
-        import torch.distributed as dist
-
-        dist.destroy_process_group()
-    if rank != 0:
-        return 0
-    ckpt = describe(out / "last.pt")
-    if result.diverged:
-        print(
-            f"diverged at step {result.diverged_at}: the loss or the gradient became inf/NaN. "
-            f"Last good checkpoint: {ckpt}. Try a lower --lr."
-        )
-        return EXIT_DIVERGED
-    tok_s = f"{result.tokens_per_s:,.0f} tokens/s" if math.isfinite(result.tokens_per_s) else "no steps run"
-    val = f"val loss {result.final_val_loss:.3f}" if result.history["val_loss"] else "no validation yet"
-    if result.interrupted:
-        print(
-            f"interrupted by {result.signal} at step {result.steps_done}, {val}, {tok_s}; checkpoint: {ckpt}; "
-            f"continue with --resume --out {out}"
-        )
-        return 128 + int(getattr(signal, result.signal or "SIGINT"))
-    print(f"done: step {result.steps_done}, {val}, {tok_s}; checkpoint: {ckpt}")
-    for i in range(a.samples):
-        print(f"--- sample {i + 1} ---")
-        print(sample(result.model, data.tokenizer, "The ", max_new_tokens=60, seed=i))
-    return 0
-
-
-if __name__ == "__main__":
     sys.exit(main())

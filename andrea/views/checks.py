@@ -1,5 +1,5 @@
-"""The harness the exercises' checkers share (``exercises``): ``Check``, the verdict a checker
-returns (truthy only when everything passed), ``_run``, which calls the reader's function on copies
+"""The harness the exercises' checkers share (``exercises``, ``exercises_inside``): ``Check``, the verdict a
+checker returns (truthy only when everything passed), ``_run``, which calls the reader's function on copies
 of each case, and the comparisons and small models the checkers build their cases from.
 """
 
@@ -48,7 +48,7 @@ def _run(name: str, cases, fn: Callable, compare) -> Check:
         args = copy.deepcopy(case["args"])
         try:
             got = fn(*args)
-        except Exception as e:  # the reader's code raised: say where
+        except BaseException as e:  # the reader's code raised (sys.exit and Ctrl-C included): say where
             tb = traceback.format_exception_only(type(e), e)[-1].strip()
             return Check(False, f"{name}: case {i} ({case['desc']}) raised {tb}")
         try:
@@ -60,52 +60,74 @@ def _run(name: str, cases, fn: Callable, compare) -> Check:
     return Check(True, f"{name}: all {len(cases)} cases pass")
 
 
-def _plain(t: torch.Tensor) -> torch.Tensor:
-    """A tensor as a plain ``torch.Tensor`` (a subclass's own operators, e.g. a ``!=`` that always says
-    "equal", are not used to judge it)."""
-    return torch.Tensor.as_subclass(t, torch.Tensor).detach()
+def _values(got) -> "np.ndarray | str":
+    """A copy of the values of ``got`` (a tensor or an array) as a plain NumPy array, or what is wrong with
+    it. The values are copied out through NumPy: a tensor subclass's own operations (an ``__eq__`` or a
+    ``__torch_dispatch__`` that says "equal") are never what judges it, and one whose values NumPy cannot
+    read (a wrapper subclass with no values of its own) is refused by name."""
+    if isinstance(got, torch.Tensor):
+        t = torch.Tensor.as_subclass(got, torch.Tensor)
+        if type(t) is not torch.Tensor:
+            return f"expected a plain tensor, got a {type(got).__name__} (a tensor subclass with its own operations)"
+        t = t.detach()
+        if t.dtype in (torch.bfloat16, torch.float16):
+            t = t.float()  # exact: NumPy has no bfloat16
+        try:
+            return np.array(t.cpu().numpy(), copy=True)
+        except (RuntimeError, TypeError) as e:
+            return f"expected a plain tensor, got a {type(got).__name__} whose values cannot be read ({e})"
+    if isinstance(got, np.ndarray):
+        return np.array(got, copy=True, subok=False)
+    return f"expected a tensor or an array, got {type(got).__name__}"
 
 
 def _close(got, want, tol: float):
     if not isinstance(got, torch.Tensor):
         return f"expected a torch.Tensor, got {type(got).__name__}"
-    got = _plain(got)
-    if got.shape != want.shape:
-        return f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}"
-    if got.is_complex() or not torch.isfinite(got).all():
-        return "the result has inf/NaN" if not got.is_complex() else "expected real numbers, got complex ones"
-    err = float((got.double() - want.double()).abs().max())
+    a = _values(got)
+    if isinstance(a, str):
+        return a
+    if a.shape != tuple(want.shape):
+        return f"expected shape {tuple(want.shape)}, got {a.shape}"
+    if a.dtype.kind == "c":
+        return "expected real numbers, got complex ones"
+    if a.dtype.kind not in "iuf":
+        return f"expected numbers, got {a.dtype}"
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all():
+        return "the result has inf/NaN"
+    err = float(np.abs(a - want.detach().double().cpu().numpy()).max()) if a.size else 0.0
     if err > tol:
         return f"max abs difference {err:.3g} (tolerance {tol:g})"
     return None
 
 
-# What a checker takes as a number: Python and NumPy integers and floats (not booleans), and 0-d torch
-# tensors and NumPy arrays of them. Anything else is "expected a number, got <type>" (the reader's own
-# __float__ or __eq__ is never what decides).
+# What a checker takes as a number: a Python int or float, a NumPy integer or floating scalar, or a 0-d torch
+# tensor or NumPy array of one (not booleans). Its value is copied out through NumPy as float64; anything else
+# is "expected a number, got <type>" (the reader's own __float__, __eq__ or tensor operations never decide).
 _REAL = (int, float, np.integer, np.floating)
-_EPS = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-23}
 
 
 def _scalar(got):
-    """(the Python number inside ``got``, the machine epsilon of its type), or (None, 0) if ``got`` is not
-    a number a checker takes."""
-    eps = 2.0**-52
-    if isinstance(got, torch.Tensor):
-        t = _plain(got)
-        if t.dim() != 0 or t.dtype == torch.bool or t.is_complex():
-            return None, 0.0
-        eps = _EPS.get(t.dtype, eps)
-        got = t.item()
-    elif isinstance(got, np.ndarray):
-        if got.ndim != 0 or got.dtype.kind not in "iuf":
-            return None, 0.0
-        got = got[()]
+    """(the answer's value as a float64, the name of its type's precision when coarser than float64 or None),
+    or (None, None) if ``got`` is not a number a checker takes."""
+    if isinstance(got, (torch.Tensor, np.ndarray)):
+        a = _values(got)
+        if isinstance(a, str) or a.ndim != 0 or a.dtype.kind not in "iuf":
+            return None, None
+        named = str(got.dtype).removeprefix("torch.")  # bfloat16 is float32 in the copy
+        coarse = named if a.dtype.kind == "f" and named != "float64" else None
+        return float(a.astype(np.float64)[()]), coarse
     if isinstance(got, (bool, np.bool_)) or not isinstance(got, _REAL):
-        return None, 0.0
-    if isinstance(got, np.floating):
-        eps = float(np.finfo(got.dtype).eps)
-    return got, eps
+        return None, None
+    a = np.array(got)  # the C value, never the type's own __float__
+    if a.dtype.kind not in "iuf":  # an int too large for 64 bits
+        try:
+            return float(int(got)), None
+        except OverflowError:  # past float64's range
+            return None, None
+    coarse = str(a.dtype) if a.dtype.kind == "f" and a.dtype != np.float64 else None
+    return float(a.astype(np.float64)[()]), coarse
 
 
 def _number(got) -> Optional[float]:
@@ -113,30 +135,37 @@ def _number(got) -> Optional[float]:
     v, _ = _scalar(got)
     if v is None:
         return None
-    v = float(v)
     return v if math.isfinite(v) else None
 
 
 def _not_a_number(got) -> str:
+    if isinstance(got, torch.Tensor):
+        a = _values(got)
+        if isinstance(a, str):
+            return a
     v, _ = _scalar(got)
     if v is not None:
         return f"expected a finite number, got {v!r}"
+    if isinstance(got, int) and not isinstance(got, bool):
+        return f"expected a number within float64's range, got an int of {int(got).bit_length()} bits"
     return f"expected a number, got {type(got).__name__}"
 
 
 def _agrees(got, want: float, rel: float, digits: str = ".6g") -> Optional[str]:
-    """None if ``got`` is a number within ``rel`` (relative, float64) of ``want``, the tolerance never tighter
-    than the precision of the answer's own type (a float32 answer is judged at float32's); else what is
-    wrong, with the relative difference."""
-    v = _number(got)
-    if v is None:
+    """None if ``got`` is a number within ``rel`` (relative, float64) of ``want``; else what is wrong, with the
+    relative difference. The tolerance is the one stated, whatever the answer's type: an answer given in a
+    coarser type than float64 (float32, bfloat16) is judged at the same tolerance, and told why if its type's
+    rounding alone is what failed it."""
+    v, coarse = _scalar(got)
+    if v is None or not math.isfinite(v):
         return _not_a_number(got)
-    _, eps = _scalar(got)
-    tol = max(rel, 8 * eps)
     off = abs(v - want) / max(abs(want), 1e-300)
-    if abs(v - want) <= tol * abs(want) or v == want:
+    if abs(v - want) <= rel * abs(want) or v == want:
         return None
-    return f"expected {want:{digits}}, got {v:{digits}} (relative difference {off:.2g}; within {tol:.2g} passes)"
+    why = f"expected {want:{digits}}, got {v:{digits}} (relative difference {off:.2g}; within {rel:.2g} passes)"
+    if coarse is not None:
+        why += f": your answer is {coarse}, coarser than this check; compute it in float64"
+    return why
 
 
 def _equals(got, want: int) -> Optional[str]:

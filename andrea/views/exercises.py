@@ -9,10 +9,15 @@ The reader's function always gets copies of the inputs (so it may work in place)
 it is judged against is computed from the untouched originals. Checkers of *predictions* measure
 the real model and accept an answer within a stated tolerance of the measurement.
 
-A numeric answer must be a number: a Python or NumPy int or float, or a 0-d tensor or array of one,
-judged in float64 at its own type's precision; anything else (a list, a vector, an object that says it
-equals everything) is ✗ with its type named, and no answer makes a checker crash. The checkers run in
-the reader's own process, so they check honest work; they are not a proctor: a reader determined to
+Chapter 8's checkers (inside the trained model) are in ``exercises_inside``.
+
+A numeric answer must be a number: a Python or NumPy int or float, or a 0-d tensor or array of one, copied
+out through NumPy and judged in float64 at the stated tolerance, whatever its type (a float32 or bfloat16
+answer to a check finer than its type is ✗, saying so); a tensor answer must be a plain tensor, its values
+copied out through NumPy (a subclass with its own operations is ✗); anything else (a list, a vector, an
+object that says it equals everything) is ✗ with its type named; and no answer, nor any exception the reader's
+function raises (``sys.exit`` and Ctrl-C included), makes a checker crash. The checkers run in the reader's own
+process, so they check honest work; they are not a proctor: a reader determined to
 cheat can read the expected answer from the checker's frame (``inspect``) or the package itself.
 """
 
@@ -36,7 +41,6 @@ from .checks import (
     _fresh,
     _not_a_number,
     _number,
-    _plain,
     _run,
     _small,
     _tokens,
@@ -257,8 +261,9 @@ def check_prediction(question: str, answer: Any) -> Check:
     if question == "amplification":
         from ..measure.analysis import output_change, small
 
-        if not isinstance(answer, str) or answer not in ("pre", "post"):
-            return Check(False, f"answer 'pre' or 'post', got {answer!r}")
+        if type(answer) is not str or answer not in ("pre", "post"):  # a str subclass's own == never decides
+            shown = repr(answer) if type(answer) is str else f"a {type(answer).__name__}"
+            return Check(False, f"answer 'pre' or 'post' (a plain str), got {shown}")
         change = {
             n: float(np.mean([output_change(small(64, 48, norm=n), seed=s) for s in (0, 1)])) for n in ("pre", "post")
         }
@@ -515,94 +520,3 @@ def check_rezero_gradients(fn: Callable) -> Check:
         return f"missing {sorted(case['want'] - got)[:4]}, extra {sorted(got - case['want'])[:4]}"
 
     return _run("check_rezero_gradients", cases, fn, compare)
-
-
-# ---------------------------------------------------------------------------------------------
-# Chapter 8: inside the trained model
-# ---------------------------------------------------------------------------------------------
-def _lens_model(seed: int = 0) -> Andrea:
-    m = _fresh(_small(), seed).eval()
-    from ..model.layers import LayerNorm
-
-    norm = m.final_norm
-    assert isinstance(norm, LayerNorm) and norm.bias is not None
-    with torch.no_grad():  # give the final norm a gain and shift that matter
-        norm.weight.uniform_(0.5, 1.5)
-        norm.bias.normal_(0, 0.1)
-    return m
-
-
-def check_logit_lens(fn: Callable) -> Check:
-    """fn(model, stream) -> the logit lens's guess at every position, token ids (B, T): the residual
-    stream ``stream`` (B, T, d), taken at one boundary, decoded through the model's final LayerNorm
-    and its tied head."""
-    from ..measure.probe import capture_residual_stream
-
-    cases = []
-    for seed in (0, 1, 2):
-        m = _lens_model(seed)
-        ids, _ = _tokens(64, 4, 12, seed)
-        with torch.no_grad(), capture_residual_stream(m) as stream:
-            m(ids)
-        b = (0, 2, 3)[seed]
-        x = stream[b].detach()
-        with torch.no_grad():
-            want = (m.final_norm(x) @ m.token_embedding.weight.T).argmax(-1)
-        cases.append({"args": (m, x), "desc": f"seed {seed}, boundary {b}", "want": want})
-
-    def compare(got, c):
-        if not isinstance(got, torch.Tensor):
-            return f"expected token ids (a torch.Tensor), got {type(got).__name__}"
-        got = _plain(got)
-        if got.shape != c["want"].shape or got.dtype.is_floating_point or got.is_complex() or got.dtype == torch.bool:
-            return f"expected integer token ids of shape {tuple(c['want'].shape)}, got {got.dtype} {tuple(got.shape)}"
-        wrong = int(torch.ne(got.long(), c["want"]).sum())
-        return None if wrong == 0 else f"{wrong} of {got.numel()} guesses differ from the lens's"
-
-    return _run("check_logit_lens", cases, fn, compare)
-
-
-def check_induction_score(fn: Callable) -> Check:
-    """fn(attn, L) -> the induction score of one head: ``attn`` is its attention (T, T) on a
-    sequence whose second half (length L) repeats its first half; the score is the mean attention
-    from each token t of the second half to position t - L + 1."""
-    cases = []
-    for seed, L in ((0, 5), (1, 8), (2, 16)):
-        g = torch.Generator().manual_seed(seed)
-        T = 2 * L
-        s = torch.randn(T, T, generator=g).masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -1e9)
-        attn = torch.softmax(s, -1)
-        t = torch.arange(L, T)
-        want = float(attn[t, t - L + 1].mean())
-        cases.append({"args": (attn, L), "desc": f"L = {L}", "want": want})
-
-    def compare(got, c):
-        return _agrees(got, c["want"], 1e-6 / c["want"], ".4f")
-
-    return _run("check_induction_score", cases, fn, compare)
-
-
-def check_control_task(fn: Callable) -> Check:
-    """fn(token_ids, n_classes, seed) -> one control label per token (an int array like
-    ``token_ids``): the same label wherever the same token id appears, labels in 0..n_classes-1,
-    and more than one label in use."""
-    cases = []
-    for seed, k in ((0, 3), (1, 5), (2, 8)):
-        rng = np.random.default_rng(seed)
-        ids = rng.integers(0, 40, size=400)
-        cases.append({"args": (ids, k, seed), "desc": f"{k} classes", "ids": ids, "k": k})
-
-    def compare(got, c):
-        lab = np.asarray(got)
-        if lab.shape != c["ids"].shape:
-            return f"expected {c['ids'].shape[0]} labels, got shape {lab.shape}"
-        if not np.issubdtype(lab.dtype, np.integer) or lab.min() < 0 or lab.max() >= c["k"]:
-            return f"labels must be integers in 0..{c['k'] - 1}"
-        for t in np.unique(c["ids"]):
-            if len(set(lab[c["ids"] == t].tolist())) > 1:
-                return f"token id {t} got different labels: a control task labels a token *type*"
-        if len(set(lab.tolist())) < 2:
-            return "every token got the same label: draw a random label per token id"
-        return None
-
-    return _run("check_control_task", cases, fn, compare)

@@ -70,7 +70,7 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
         # so a failure here is raised, not hidden.
         ip.run_line_magic("config", "InlineBackend.figure_formats = ['png']")
         ip.run_line_magic("config", "InlineBackend.rc = {'figure.dpi': 100}")
-        from .legibility import show_legibly
+        from .figure_png import show_legibly
 
         plt.close(plt.figure())  # the inline backend registers its formatter on the first figure
         show_legibly(ip)  # ... which this replaces: legible fonts, and an audit the site's tests read

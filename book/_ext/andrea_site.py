@@ -13,7 +13,7 @@
   ``_static/andrea/`` of the built site (from ``andrea/results/trained``, never a second copy in git),
   and so is the byte corpus the page trains on (``andrea.web.training``).
 * Phones get figures that fit their column: each figure's PNG carries a second rendering, its panels
-  stacked (``andrea.views.legibility.phone_png``). When the build finishes it is taken out into
+  stacked (``andrea.views.phone.phone_png``). When the build finishes it is taken out into
   ``<name>.phone.png`` beside the figure, and each ``<img>`` of the figure becomes a ``<picture>``
   whose phone source the browser picks at 700 px or less (book/_static/andrea.css).
 """
@@ -65,7 +65,7 @@ def _page_assets(app, exception):
 def phone_figures(outdir: Path) -> int:
     """Take the phone renderings out of the built figures and give every page's figures a phone
     source (the module docstring); returns how many figures have one. Idempotent."""
-    from andrea.views.legibility import split_phone
+    from andrea.views.figure_png import split_phone
 
     images = outdir / "_images"
     phones = set()

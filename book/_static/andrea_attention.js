@@ -99,6 +99,8 @@
     var toChar = byteChars(), toByte = {};
     toChar.forEach(function (ch, b) { toByte[ch] = b; });
     var vocabSize = Math.max(idToToken.length, vocab.size);
+    var maxBytes = 1;  // the longest token, in bytes: a word of n bytes has at least n / maxBytes tokens
+    vocab.forEach(function (id, t) { if (t.length > maxBytes) maxBytes = t.length; });
 
     function bpe(word) {  // the merges by rank, lowest first, every occurrence left to right
       var hit = cache.get(word);
@@ -128,16 +130,24 @@
       return ids;
     }
 
-    function encodePlain(text, ids) {
+    /* Appends the tokens of ``text`` (no special tokens in it) to ``ids``. With a ``cap``, a word that alone
+     * has more than ``cap`` tokens (by its length: at least bytes / maxBytes) is not split into tokens, only
+     * counted in ``ids.skipped`` by that bound: a long run of text with no space costs no BPE. */
+    function encodePlain(text, ids, cap) {
       var re = new RegExp(SPLIT, "gu"), m;
       while ((m = re.exec(text)) !== null) {
         var bytes = utf8(m[0]), word = "";
+        var least = Math.ceil(bytes.length / maxBytes);
+        if (cap !== undefined && least > cap) { ids.skipped = (ids.skipped || 0) + least; continue; }
         for (var i = 0; i < bytes.length; i++) word += toChar[bytes[i]];
-        Array.prototype.push.apply(ids, bpe(word));
+        var got = bpe(word);
+        for (i = 0; i < got.length; i++) ids.push(got[i]);  // one at a time: push.apply overflows the stack
       }
     }
 
-    function encode(text) {
+    /* The token ids of ``text``. With a ``cap`` (the viewer's limit), a text over it may be counted only
+     * in part: ``ids.skipped`` then holds a lower bound on the tokens left out (``encodePlain``). */
+    function encode(text, cap) {
       if (typeof text !== "string") fail("the text must be a string, got " + shown(text));
       var ids = [], rest = text;
       while (rest.length) {  // special tokens (<|endoftext|>) are matched in the raw text first
@@ -146,8 +156,8 @@
           var k = rest.indexOf(t.content);
           if (k >= 0 && (at < 0 || k < at || (k === at && t.content.length > which.content.length))) { at = k; which = t; }
         });
-        if (at < 0) { encodePlain(rest, ids); break; }
-        encodePlain(rest.slice(0, at), ids);
+        if (at < 0) { encodePlain(rest, ids, cap); break; }
+        encodePlain(rest.slice(0, at), ids, cap);
         ids.push(which.id);
         rest = rest.slice(at + which.content.length);
       }
@@ -174,7 +184,12 @@
     limit = limit === undefined ? MAX_TOKENS : limit;
     if (typeof text !== "string") fail("the text must be a string, got " + shown(text));
     if (text.trim() === "") fail("The text is empty: type a sentence (1 to " + limit + " tokens).");
-    var ids = tok.encode(text);
+    var ids = tok.encode(text, limit);
+    if (ids.skipped) {
+      var least = ids.length + ids.skipped;
+      fail("Your text has at least " + least + " tokens; the viewer takes at most " + limit + ". Shorten it by at least " +
+           (least - limit) + " tokens (a long run of characters with no space makes many tokens).");
+    }
     if (ids.length > limit)
       fail("Your text has " + ids.length + " tokens; the viewer takes at most " + limit + ". Shorten it by " +
            (ids.length - limit) + " token" + (ids.length - limit === 1 ? "" : "s") + ".");
@@ -242,10 +257,19 @@
     return out;
   }
 
-  /* {name: Float32Array} from readSafetensors's tensors. */
+  /* {name: Float32Array} from readSafetensors's tensors, every value a finite number (a weights file with a
+   * NaN or an infinity in it is damaged: it is named, not drawn as a blank heatmap). */
   function weightsOf(file) {
-    var w = {};
-    Object.keys(file.tensors).forEach(function (k) { w[k] = file.tensors[k].data; });
+    var w = {}, bad = [], count = 0;
+    Object.keys(file.tensors).forEach(function (k) {
+      var d = file.tensors[k].data, n = 0;
+      for (var i = 0; i < d.length; i++) if (!isFinite(d[i])) n++;
+      if (n) { bad.push(k); count += n; }
+      w[k] = d;
+    });
+    if (count)
+      fail("the weights file holds " + count + " non-finite value" + (count === 1 ? "" : "s") + " (NaN or infinity), in " + bad.slice(0, 3).join(", ") + (bad.length > 3 ? " and " + (bad.length - 3) + " more tensors" : "") +
+           ": it is damaged; build the book again (make book) to write it afresh");
     return w;
   }
 
@@ -436,6 +460,10 @@
       addInto(x, linear(f, T, 4 * C, weights[p + "mlp.proj.weight"], weights[p + "mlp.proj.bias"], C));
       if (post) x = layerNorm(x, T, C, weights[p + "ln_2.weight"], weights[p + "ln_2.bias"], eps);
     }
+    for (i = 0; i < maps.length; i++)
+      if (!isFinite(maps[i]))
+        fail("the attention weights came out as " + maps[i] + " (block " + (Math.floor(i / (H * T * T)) + 1) +
+             "): the weights give no finite numbers on this text");
     return {T: T, n_layer: L, n_head: H, maps: maps};
   }
 
@@ -536,6 +564,7 @@
   var STOPS = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214],
                [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
   function colour(v) {
+    if (typeof v !== "number" || isNaN(v)) fail("a heatmap cell's weight must be a number from 0 to 1, got " + shown(v));
     v = Math.min(1, Math.max(0, v)) * (STOPS.length - 1);
     var i = Math.min(STOPS.length - 2, Math.floor(v)), f = v - i, a = STOPS[i], b = STOPS[i + 1];
     return "rgb(" + [0, 1, 2].map(function (c) { return Math.round(a[c] + f * (b[c] - a[c])); }).join(",") + ")";
@@ -699,8 +728,8 @@
         checkIndex("block", state.block, r.n_layer);
         checkIndex("head", state.head, r.n_head);
         map = headMap(r, state.block, state.head);
+        var geo = heatmap(figure, r.tokens, map, idBase);
       } catch (e) { showError(e.message); return; }
-      var geo = heatmap(figure, r.tokens, map, idBase);
       var T = r.T, ent = normalisedEntropy(map, T), st = strongest(map, T);
       figure.setAttribute("aria-label", "Heatmap of block " + state.block + ", head " + state.head + "'s attention weights over " +
                           T + " tokens, " + (r.model === "trained" ? "trained" : "untrained") + " model");

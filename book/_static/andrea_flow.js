@@ -334,10 +334,21 @@
       var a = weights[e[0]], n = e[1].reduce(function (x, y) { return x * y; }, 1);
       if (!a || a.length !== n) fail("weight " + e[0] + " must have " + n + " values, got " + (a ? a.length : "none"));
     });
-    [batch.idx, batch.targets].forEach(function (ids) {
-      if (ids.length !== N) fail("a batch has " + N + " token ids, got " + ids.length);
-      for (var i = 0; i < N; i++)
-        if (!(ids[i] >= 0 && ids[i] < VOCAB)) fail("token id " + ids[i] + " is outside the vocabulary [0, " + VOCAB + ")");
+    if (!batch || typeof batch !== "object") fail("a batch must be an object {idx, targets}, got " + shown(batch));
+    [["idx", batch.idx], ["targets", batch.targets]].forEach(function (named) {
+      var what = named[0], ids = named[1];
+      if (!ids || typeof ids !== "object" || typeof ids.length !== "number")
+        fail("batch." + what + " must be an array of " + N + " token ids, got " + shown(ids));
+      if (ids.length !== N) fail("a batch has " + N + " token ids, got " + ids.length + " in batch." + what);
+      for (var i = 0; i < N; i++) {  // a whole number: not 1.5 (int32 would truncate it), "3" or true
+        var v = ids[i], where = " (batch." + what + "[" + i + "])", allowed = ": token ids are integers from 0 to " + (VOCAB - 1);
+        if (typeof v !== "number") {
+          var kind = v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : "a " + typeof v;
+          fail("token id " + shown(v) + where + " is " + kind + ", not a number" + allowed);
+        }
+        if (!Number.isInteger(v)) fail("token id " + shown(v) + where + " is not an integer" + allowed);
+        if (v < 0 || v >= VOCAB) fail("token id " + v + " is outside the vocabulary [0, " + VOCAB + ")" + where);
+      }
     });
     return tf.tidy(function () {
       var W = {};

@@ -1,0 +1,300 @@
+"""A figure drawn for a phone's text column (``phone_png``): panels in one row stacked in one column, at
+a phone's column width, with the legibility measures and fixes of ``legibility`` applied at that width.
+``figure_png.book_png`` carries this rendering inside the book's PNG."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+
+from .legibility import (
+    MIN_FONT_PX,
+    PHONE_PX,
+    _clear_the_foot,
+    _clear_the_head,
+    _covers,
+    _natural_width_px,
+    _restore_ticks,
+    _straddles,
+    _texts,
+    legends_off_data,
+    legends_on_data,
+    legible,
+    same_look,
+    texts_collide,
+    untangle_ticks,
+)
+
+
+def _panels(fig) -> list | None:
+    """The figure's panels, row by row and left to right, when every axes sits in a cell or span of one
+    grid (or in a grid made inside such a cell: a panel and its colorbar, ``fig.colorbar(ax=...)``);
+    each panel is the list of its axes (twins and colorbars stay with theirs). None for any other
+    layout (a single panel, insets). Panels switched off (``ax.axis("off")``) are left out."""
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    specs = [ax.get_subplotspec() for ax in axes]
+    if len(axes) < 2 or any(sp is None for sp in specs):
+        return None
+    tops = [sp.get_topmost_subplotspec() for sp in specs]
+    grid = tops[0].get_gridspec()
+    if any(top.get_gridspec() is not grid for top in tops):
+        return None
+    groups: dict = {}
+    for ax, top in zip(axes, tops):
+        groups.setdefault((top.rowspan.start, top.colspan.start), []).append(ax)
+    panels = [groups[k] for k in sorted(groups) if any(ax.axison for ax in groups[k])]
+    return panels if len(panels) >= 2 else None
+
+
+def _place(ax, cell, moved: dict) -> None:
+    """Put ``ax``'s panel in ``cell`` of the stacked grid: its own spec if it is a cell of the figure's
+    grid, else the grid made inside that cell (remembered in ``moved``, to be put back)."""
+    from matplotlib.gridspec import GridSpecFromSubplotSpec
+
+    spec = ax.get_subplotspec()
+    inner, top = spec.get_gridspec(), spec.get_topmost_subplotspec().get_gridspec()
+    if inner is top:
+        ax.set_subplotspec(cell)
+        return
+    while isinstance(inner, GridSpecFromSubplotSpec) and inner.get_topmost_subplotspec() is not None:
+        outer = getattr(inner, "_subplot_spec")  # the cell this grid was made in
+        if outer.get_gridspec() is top:
+            break
+        inner = outer.get_gridspec()
+    moved.setdefault(id(inner), (inner, getattr(inner, "_subplot_spec")))
+    setattr(inner, "_subplot_spec", cell)
+    ax.set_subplotspec(spec)  # its place again, from the moved grid
+
+
+def _one_column(lg):
+    """Draw axes legend ``lg`` again in one column where matplotlib finds room (``loc="best"``); returns
+    ``lg``, which ``phone_png`` gives back to its axes afterwards."""
+    texts = lg.get_texts()
+    labels = [t.get_text() for t in texts]
+    artists, named = lg.axes.get_legend_handles_labels()  # the artists themselves draw best
+    copy = lg.axes.legend(
+        artists if named == labels else lg.legend_handles,
+        labels,
+        loc="best",
+        ncols=1,
+        frameon=lg.get_frame_on(),
+        fontsize=texts[0].get_fontsize() if texts else None,
+    )
+    # inside its panel it takes no room of the layout's (one wider than the panel would squeeze it)
+    copy.set_in_layout(False)
+    return lg
+
+
+def _lay_out_above_foot(fig) -> float:
+    """Lay the panels out (tight_layout) above the lines at the figure's foot (its provenance, a figure
+    legend below the panels); returns the foot's top, as a fraction of the figure's height (0 under a
+    constrained layout, which lays out by itself)."""
+    import warnings
+
+    if type(fig.get_layout_engine()).__name__ == "ConstrainedLayoutEngine":
+        return 0.0
+    fig.canvas.draw()
+    low = [lg for lg in fig.legends if lg.get_visible()]
+    low += [t for t in fig.texts if t.get_visible() and t.get_position()[1] < 0.15]
+    below = max((a.get_window_extent().y1 / fig.bbox.height for a in low), default=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a layout tight_layout cannot fit is drawn as it comes
+        fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+    return below
+
+
+def phone_png(fig, dpi: float = 100) -> bytes:
+    """The figure drawn for a phone's text column (``PHONE_PX``): panels of one grid are stacked in one
+    column (row by row), any other figure is redrawn narrower; fonts raised as ``legible`` does for
+    that width; the PNG carries ``andrea:min-font-px`` like ``book_png``'s. The figure is put back as
+    it was (size, panel places, fonts) afterwards."""
+    import json
+    import warnings
+
+    from matplotlib.gridspec import GridSpec
+    from matplotlib.transforms import blended_transform_factory
+
+    size = fig.get_size_inches().copy()
+    places = [(ax, ax.get_subplotspec(), ax.get_position(original=True), ax.get_visible()) for ax in fig.axes]
+    fonts = [(t, t.get_fontsize()) for t in _texts(fig)]
+    legends = [lg for lg in fig.legends if lg.get_visible()]  # shown again, one entry per line, below
+    copies = []
+    # the figure's own lines (its provenance) and the panels' titles wrap on a phone
+    notes = [(t, t.get_wrap()) for t in [*fig.texts, *(ax.title for ax in fig.axes)]]
+    # legends that legends_off_data sent below the figure (anchored in its coordinates) go back into
+    # their axes, where matplotlib finds them the emptiest place: the stacked panels have no "below"
+    placed = [(lg, lg._loc, lg._bbox_to_anchor) for ax in fig.axes if (lg := ax.get_legend()) is not None]
+    sent_below = [
+        (lg, loc, anchor)
+        for lg, loc, anchor in placed
+        if anchor is not None and anchor.y0 < lg.axes.get_window_extent().y0
+    ]
+    panels = _panels(fig)
+    unshared: list = []  # (axes, its y label) whose shared y tick labels the phone shows
+    turned: list = []  # (axes, its x tick labels' rotation) turned so that they do not collide
+    wrapped: list = []  # (axes, its x tick formatter) whose long tick labels were wrapped instead
+    swapped: list = []  # axes legends drawn in one column on the phone (the desktop's, kept to restore)
+    moved: dict = {}  # grids made inside a cell (a panel and its colorbar), moved with their cell
+    thinned: list = []  # tick labels dropped where they ran into each other (untangle_ticks)
+    width = PHONE_PX / dpi
+    try:
+        if panels is not None:
+            rows_before, cols = panels[0][0].get_subplotspec().get_topmost_subplotspec().get_gridspec().get_geometry()
+            # each panel keeps its shape (a tall heatmap stays tall), between 2.4 in and twice the width
+            each = min(2 * width, max(2.4, (size[1] / rows_before) * width / (size[0] / cols)))
+            stacked = GridSpec(len(panels), 1, figure=fig)
+            kept = {id(ax) for group in panels for ax in group}
+            for ax in fig.axes:
+                if id(ax) not in kept:
+                    ax.set_visible(False)  # a panel switched off
+            for i, group in enumerate(panels):
+                for ax in group:
+                    _place(ax, stacked[i, 0], moved)
+            fig.set_size_inches(width, each * len(panels) + 0.3)
+            # panels that shared a y-axis across a row showed its numbers (and its label) on the first
+            # only: stacked, each panel shows its own
+            for ax in [a for a in fig.axes if id(a) in kept]:
+                siblings = ax.get_shared_y_axes().get_siblings(ax)
+                if len(siblings) < 2 or ax.yaxis.get_tick_params(which="major").get("labelleft", True):
+                    continue
+                unshared.append((ax, ax.get_ylabel()))
+                ax.yaxis.set_tick_params(which="both", labelleft=True)
+                if not ax.get_ylabel():
+                    ax.set_ylabel(next((a.get_ylabel() for a in siblings if a.get_ylabel()), ""))
+        else:
+            fig.set_size_inches(width, max(2.4, min(size[1] * 1.15, size[1] * width / size[0] * 1.6)))
+        for t, _ in notes:
+            t.set_wrap(True)
+        for lg, _, _ in sent_below:  # inside a narrow panel: one entry per line, not wider than the panel
+            swapped.append(_one_column(lg))
+        for lg in legends:  # a figure legend below the panels, one entry per line
+            lg.set_visible(False)
+            copies.append(
+                fig.legend(
+                    lg.legend_handles,
+                    [t.get_text() for t in lg.get_texts()],
+                    loc="lower center",
+                    bbox_to_anchor=(0.5, 0.03),
+                    ncols=1,
+                    frameon=False,
+                    fontsize=lg.get_texts()[0].get_fontsize() if lg.get_texts() else None,
+                )
+            )
+        legible(fig, dpi, at_most=PHONE_PX)
+        below = _lay_out_above_foot(fig)
+        for _ in range(3):  # raised fonts widen the figure, which shrinks it on the phone: until it settles
+            min_px = legible(fig, dpi, at_most=PHONE_PX)
+            if min_px * min(1.0, PHONE_PX / _natural_width_px(fig, dpi)) >= MIN_FONT_PX:
+                break
+        below = _lay_out_above_foot(fig)  # the raised fonts (axis labels, the foot's lines) laid out again
+        # in the stacked panels, as on the desktop; one with no free corner goes under its own panel
+        # (below), the last panel's too
+        legends_off_data(fig, send_below=False)
+        fig.canvas.draw()
+        # a legend in several columns, wider than its narrow panel: one column, and placed again
+        wide = [lg for ax in fig.axes if (lg := ax.get_legend()) is not None and lg not in swapped]
+        wide = [lg for lg in wide if lg._ncols > 1 and _straddles(lg, lg.axes, fig.canvas.get_renderer())]
+        if wide:
+            swapped.extend(_one_column(lg) for lg in wide)
+            legends_off_data(fig, send_below=False)
+            fig.canvas.draw()
+        # tick labels that run into each other in the narrow column (0.002 and 0.003 on a log axis) are
+        # turned to 45 degrees
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            ticks = [t for t in ax.get_xticklabels(which="both") if t.get_visible() and t.get_text()]
+            boxes = sorted((t.get_window_extent(renderer) for t in ticks), key=lambda b: b.x0)
+            if not any(a.x1 > b.x0 - 2 for a, b in zip(boxes, boxes[1:])):
+                continue
+            if max(len(line) for t in ticks for line in t.get_text().split("\n")) > 10:
+                # words (a bar's name), not numbers: wrapped to the width each tick has, not turned
+                size_px = ticks[0].get_fontsize() * fig.dpi / 72
+                room = max(8, int(ax.bbox.width / len(ticks) / (0.55 * size_px)))
+                wrapped.append((ax, ax.xaxis.get_major_formatter()))
+                every = [t.get_text() for t in ax.get_xticklabels()]
+                ax.set_xticks(ax.get_xticks(), [textwrap.fill(" ".join(t.split()), room) for t in every])
+                continue
+            turned.append((ax, ax.xaxis.get_tick_params(which="major").get("labelrotation", 0)))
+            ax.tick_params(axis="x", labelrotation=45)
+        if (turned or wrapped) and type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+            fig.canvas.draw()
+        thinned = untangle_ticks(fig)
+        covering = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        covering = [lg for lg in covering if _covers(lg, lg.axes, fig.canvas.get_renderer())]
+        if covering:  # no free corner: under its own panel, and the figure grows by its height
+            renderer = fig.canvas.get_renderer()
+            grow = sum(lg.get_window_extent(renderer).height / fig.dpi + 0.1 for lg in covering)
+            w, h = fig.get_size_inches()
+            fig.set_size_inches(w, h + grow)
+            if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fig.tight_layout(rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            # just under the panel's own tick labels and axis label; the layout then makes room for the
+            # legends, which moves the panels: placed again where the panels are now
+            for settle in range(3):
+                for lg in covering:
+                    ax = lg.axes
+                    lg.set_visible(False)
+                    under = (ax.get_tightbbox(renderer).y0 - 3 - ax.bbox.y0) / ax.bbox.height
+                    lg.set_visible(True)
+                    lg.set_loc("upper center")
+                    lg.set_in_layout(True)  # under its panel: the layout makes room for it
+                    # centred in the column, not under the panel (a legend wider than its panel, centred
+                    # on it, would run off the figure's edge and tight_layout would squeeze the panel)
+                    lg.set_bbox_to_anchor(
+                        (0.5, under), transform=blended_transform_factory(fig.transFigure, ax.transAxes)
+                    )
+                if settle == 2 or type(fig.get_layout_engine()).__name__ == "ConstrainedLayoutEngine":
+                    break
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fig.tight_layout(rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
+                fig.canvas.draw()
+                renderer = fig.canvas.get_renderer()
+        _clear_the_foot(fig)
+        _clear_the_head(fig)
+        meta = {
+            "andrea:min-font-px": f"{min_px:.2f}",
+            "andrea:same-look": json.dumps(same_look(fig)),
+            "andrea:legend-on-data": json.dumps(legends_on_data(fig)),
+            "andrea:text-collisions": json.dumps(texts_collide(fig), ensure_ascii=True),
+        }
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
+        return buf.getvalue()
+    finally:
+        _restore_ticks(thinned)
+        fig.set_size_inches(size)
+        for ax, label in unshared:
+            ax.yaxis.set_tick_params(which="both", labelleft=False)
+            ax.set_ylabel(label)
+        for ax, formatter in wrapped:
+            ax.xaxis.set_major_formatter(formatter)
+        for ax, rotation in turned:
+            ax.tick_params(axis="x", labelrotation=rotation)
+        for inner, cell in moved.values():
+            setattr(inner, "_subplot_spec", cell)
+        for ax, spec, pos, visible in places:
+            if spec is not None:
+                ax.set_subplotspec(spec)
+            ax.set_position(pos)
+            ax.set_visible(visible)
+        for t, f in fonts:
+            t.set_fontsize(f)
+        for t, wrap in notes:
+            t.set_wrap(wrap)
+        for lg, loc, anchor in placed:
+            lg._loc = loc
+            lg.set_bbox_to_anchor(anchor)
+        for lg in swapped:
+            lg.axes.legend_ = lg  # the desktop's own legend again, in place of its one-column copy
+        for lg in copies:
+            lg.remove()
+        for lg in legends:
+            lg.set_visible(True)
