@@ -16,7 +16,14 @@ from .ch1 import ch1_residual
 from .ch2 import ch2_final_ln, ch2_held_lr, ch2_norm_lr, ch2_source_arm
 from .ch3 import ch3_panel, ch3_warmup, ch3_warmup_round2, ch3_warmup_round3
 from .ch5 import ch5_activation, ch5_activation_round2, ch5_activation_round3
-from .ch7 import ch7_deep_80, ch7_deep_80_round2, ch7_layerscale, ch7_layerscale_round2, ch7_panel
+from .ch7 import (
+    ch7_deep_80,
+    ch7_deep_80_round2,
+    ch7_layerscale,
+    ch7_layerscale_round2,
+    ch7_panel,
+    ch7_panel_round2,
+)
 
 GRIDS = {
     g.__name__: g
@@ -43,7 +50,10 @@ GRIDS = {
 # Grids whose rule is written and committed before any of their runs: `python -m andrea.experiments
 # <name>` (or `make experiments`) runs them, and once their results are stored they move to GRIDS (a
 # test keeps the two apart), so that git's history shows each rule before its results.
-DECLARED: dict = {g.__name__: g for g in (ch3_warmup_round3, ch2_source_arm, ch7_deep_80_round2, ch5_activation_round3)}
+DECLARED: dict = {
+    g.__name__: g
+    for g in (ch3_warmup_round3, ch2_source_arm, ch7_deep_80_round2, ch5_activation_round3, ch7_panel_round2)
+}
 
 
 def grid(name: str) -> Grid:
