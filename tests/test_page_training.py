@@ -429,9 +429,9 @@ def test_the_pages_xavier_draw_has_torchs_scale_matrix_by_matrix(page):
 @pytest.mark.parametrize("chapter, name", [("ch3", "train3"), ("ch7", "train")])
 def test_each_panel_opens_on_its_calibrated_setting_with_torchs_curves(page, chapter, name):
     """Each panel's defaults are the setting of the grid declared for them (ch3_panel: round 2's model,
-    400 steps, lr 1e-3, batches of 8 x 32 bytes; ch7_panel: 12 post-norm blocks at lr 3e-3): torch's mean
-    curves of the five deciding seeds are drawn before anything trains, and the note gives that grid's
-    verdict on both machines' runs."""
+    400 steps, lr 1e-3, batches of 8 x 32 bytes; ch7_panel_round2: 6 post-norm blocks at lr 3e-3, 300 steps,
+    issue 47's faster defaults): torch's mean curves of the five deciding seeds are drawn before anything
+    trains, and the note gives that grid's verdict on both machines' runs."""
     from andrea.web.training import CALIBRATED, TrainPanel
 
     grid_name, _ = CALIBRATED[chapter]
@@ -441,7 +441,12 @@ def test_each_panel_opens_on_its_calibrated_setting_with_torchs_curves(page, cha
         assert pg.input_value("fieldset[data-run=B] [name=warmup]") == "100"
         assert pg.input_value("fieldset[data-run=A] [name=init]") == "xavier"
     else:
-        assert pg.input_value("fieldset[data-run=A] [name=lr]") == "0.003"
+        assert grid_name == "ch7_panel_round2"
+        for run in "AB":  # 6 blocks (ch7_panel's 12 took the reader two minutes), 300 steps, lr 3e-3
+            assert pg.input_value(f"fieldset[data-run={run}] [name=depth]") == "6"
+            assert pg.input_value(f"fieldset[data-run={run}] [name=steps]") == "300"
+            assert pg.input_value(f"fieldset[data-run={run}] [name=lr]") == "0.003"
+        assert pg.input_value("fieldset[data-run=A] [name=layerscale]") == ""
         assert pg.input_value("fieldset[data-run=B] [name=layerscale]") == "0.0001"
     assert pg.locator(".andrea-train-chart path").count() == 2  # the two reference curves, thin
     note = pg.text_content(".andrea-explorer-note")

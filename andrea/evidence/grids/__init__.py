@@ -16,7 +16,14 @@ from .ch1 import ch1_residual
 from .ch2 import ch2_final_ln, ch2_held_lr, ch2_norm_lr, ch2_source_arm
 from .ch3 import ch3_panel, ch3_warmup, ch3_warmup_round2, ch3_warmup_round3
 from .ch5 import ch5_activation, ch5_activation_round2, ch5_activation_round3
-from .ch7 import ch7_deep_80, ch7_deep_80_round2, ch7_layerscale, ch7_layerscale_round2, ch7_panel
+from .ch7 import (
+    ch7_deep_80,
+    ch7_deep_80_round2,
+    ch7_layerscale,
+    ch7_layerscale_round2,
+    ch7_panel,
+    ch7_panel_round2,
+)
 
 GRIDS = {
     g.__name__: g
@@ -34,6 +41,7 @@ GRIDS = {
         ch7_layerscale_round2,
         ch7_deep_80,
         ch7_panel,
+        ch7_panel_round2,
         app_rezero,
         app_layerscale_kind,
     )
