@@ -24,6 +24,7 @@ from .ch7_training import (  # noqa: F401 - the training evidence, called as pag
     DEEP80,
     GRIDS,
     PANEL,
+    PANEL2,
     ROUND1,
     ROUND2,
     calib_words,

@@ -17,7 +17,8 @@ from ..lesson import Markdown, paragraphs
 from ..notebook import Table, machines_said, settings, table
 
 ROUND1, ROUND2, DEEP80, PANEL = "ch7_layerscale", "ch7_layerscale_round2", "ch7_deep_80", "ch7_panel"
-GRIDS = (ROUND1, ROUND2, DEEP80, PANEL)
+PANEL2 = "ch7_panel_round2"  # the panel's faster defaults (6 blocks), which the lesson's panel opens on
+GRIDS = (ROUND1, ROUND2, DEEP80, PANEL, PANEL2)
 HEALTHY = "control: pre-norm, GPT-2 init, warmup"  # the round-2 grid's healthy recipe
 EQUIVALENCE = 0.05  # nats: the round-2 grid's equivalence margin for "LayerScale costs nothing"
 
