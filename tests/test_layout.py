@@ -47,6 +47,8 @@ AUDIT = r"""
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const parent = node.parentElement;
     if (!parent || parent.closest(skip) || !parent.closest('p, li, td, th, figcaption, caption, dd, dt')) continue;
+    // an address or a path (a link's text such as owner/repository) may wrap at any point
+    if (/https?:\/\/|www\./.test(node.textContent) || (parent.closest('a') && /\//.test(node.textContent))) continue;
     if (!shown(parent)) continue;
     for (const m of node.textContent.matchAll(/[A-Za-z0-9][\w'’.,-]*[A-Za-z0-9]/g)) {
       const range = document.createRange();
