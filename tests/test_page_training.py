@@ -150,6 +150,9 @@ def test_negative_control_decay_on_layernorm_gains_fails(page, five):
         ({"lr": float("nan")}, "lr must be a finite number > 0, got NaN"),
         ({"stepz": 3}, 'unknown training setting "stepz"; allowed: steps, batchSize'),
         ({"seqLen": 65}, "seqLen 65 exceeds the model's context 64"),
+        ({"batchSize": 200000}, "batchSize must be an integer from 1 to 256 (a page's memory), got 200000"),
+        ({"steps": 1e15, "warmup": 1e15}, "steps must be an integer from 1 to 100000, got 1000000000000000"),
+        ({"steps": 10, "warmup": 20}, "warmup (20) must not exceed the steps (10)"),
     ],
 )
 def test_bad_training_settings_are_named(page, five, train, message):

@@ -66,7 +66,12 @@
     ["steps", "batchSize", "seqLen"].forEach(function (k) {
       if (!isInt(out[k]) || out[k] < 1) fail(k + " must be a positive integer, got " + shown(t[k]));
     });
+    // a page's memory and patience: a batch past 256 sequences runs WebAssembly out of memory, and a run past
+    // 100,000 steps would take days in a browser
+    if (out.batchSize > 256) fail("batchSize must be an integer from 1 to 256 (a page's memory), got " + shown(t.batchSize));
+    if (out.steps > 100000) fail("steps must be an integer from 1 to 100000, got " + shown(t.steps));
     if (!isInt(out.warmup) || out.warmup < 0) fail("warmup must be an integer >= 0, got " + shown(t.warmup));
+    if (out.warmup > out.steps) fail("warmup (" + out.warmup + ") must not exceed the steps (" + out.steps + ")");
     if (!isReal(out.lr) || out.lr <= 0) fail("lr must be a finite number > 0, got " + shown(t.lr));
     if (!isReal(out.minLrRatio) || out.minLrRatio < 0 || out.minLrRatio > 1)
       fail("minLrRatio must be a number in [0, 1], got " + shown(t.minLrRatio));
