@@ -36,6 +36,7 @@ def test_a_stopped_retrain_and_a_full_disk_give_one_message(monkeypatch, capsys)
     package composes, with the free space): one line on stderr and an exit code, no traceback. An OSError of
     another kind (a bug) still raises."""
     monkeypatch.setattr(trained, "status", lambda: "stale")
+    monkeypatch.setattr(trained, "status_detail", lambda: ("stale", "made by other code"))
     stop = trained.Interrupted("retrain: stopped by SIGTERM at step 6 of 400; ... resumes it from there")
     monkeypatch.setattr(trained, "retrain", _fail_with(stop))
     assert experiments.main(["trained"]) == 130

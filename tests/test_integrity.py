@@ -384,7 +384,7 @@ def test_an_empty_loss_history_does_not_resume(tmp_path, capsys):
     loss lists out of line for good: refused, naming the file."""
     import torch
 
-    from andrea.training.train import main as train_main
+    from andrea.training.cli import main as train_main
 
     out = tmp_path / "run"
     args = ["--preset", "tiny-bytes", "--samples", "0", "--eval-every", "2", "--batch-size", "2", "--out", str(out)]

@@ -369,7 +369,7 @@ def test_the_training_panel_trains_on_the_built_site(browser, server, path):
         for run in "AB":
             d = pg.get_attribute(f"path.andrea-train-curve[data-run={run}]", "d")
             assert d is not None and d.count("L") == 2, d  # three steps drawn
-        assert "unigram level" in pg.text_content(".andrea-train-chart")
+        assert "unigram level" in pg.text_content(".andrea-train-legend")  # named under the chart, not over it
         assert pg.evaluate("() => typeof window.tf") == "undefined"  # TensorFlow.js only in the worker
         # a long run stops between two steps and resumes; reset drops the curves and brings the defaults back
         pg.locator("fieldset[data-run=A] [name=steps]").fill("400")

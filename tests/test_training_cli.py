@@ -18,7 +18,7 @@ from conftest import ROOT
         (["--batch-size", "0"], "--batch-size must be an integer from 1 to 1024 (sequences per step"),
         (
             ["--lr", "1e308"],
-            "--lr must be a number greater than 0 and at most 1 (the presets use 6e-4 to 3e-3), got 1e+308",
+            "--lr must be a number greater than 0 and at most 10000 (the presets use 6e-4 to 3e-3), got 1e+308",
         ),
         (["--lr", "nan"], "--lr must be a number greater than 0 and at most 1"),
         (["--lr=-3e-3"], "got -0.003"),

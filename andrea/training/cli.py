@@ -33,7 +33,8 @@ from .train import PRESETS, _dist_info, sample, train
 
 EXIT_DIVERGED = 3
 MAX_BATCH = 1024  # sequences per step: more does not fit in memory at these sizes (use more steps instead)
-MAX_LR = 1.0  # AdamW's peak learning rate; the presets use 6e-4 to 3e-3
+MAX_LR = 1e4  # AdamW's peak learning rate: room for a run made to diverge (tests/test_faults.py uses 1000);
+# the presets use 6e-4 to 3e-3, and 1e308 overflows
 MAX_SEED = 2**63 - 1  # torch.manual_seed takes a 64-bit seed
 
 
