@@ -166,6 +166,8 @@ def _main(a: argparse.Namespace, names: list[str]) -> int:
                 print(f"trained: {e}", file=sys.stderr)
                 return 130
             except (ValueError, OSError) as e:  # a folder in the way, a full disk: said, without a traceback
+                if isinstance(e, OSError) and e.errno is not None and e.errno not in _DISK_ERRNOS:
+                    raise  # another OSError is a bug: its traceback is wanted
                 print(f"trained: not retrained: {e}", file=sys.stderr)
                 return 1
             took = time.perf_counter() - t1

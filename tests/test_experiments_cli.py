@@ -45,7 +45,7 @@ def test_a_stopped_retrain_and_a_full_disk_give_one_message(monkeypatch, capsys)
     full = OSError("could not write the checkpoint 'runs/trained/last.pt' (0.0 MiB free on its disk; ...)")
     monkeypatch.setattr(trained, "retrain", _fail_with(full))
     assert experiments.main(["trained"]) == 1
-    assert "stopped: could not write the checkpoint" in capsys.readouterr().err
+    assert "could not write the checkpoint" in capsys.readouterr().err
     monkeypatch.setattr(trained, "retrain", _fail_with(OSError(errno.ENOSPC, "No space left on device", "x.json")))
     assert experiments.main(["trained"]) == 1
     assert "No space left on device" in capsys.readouterr().err
