@@ -1,69 +1,130 @@
-"""Reading time of each built page's narrative: the words a reader meets with every fold closed.
+"""Reading minutes of each built page, as issue 47's student reader counted them.
 
-Counts the words of the article's prose (paragraphs, lists, headings, captions) in _build/html,
-leaving out code, code output, tables, the evidence folds and collapsed cells, at 180 words a
-minute (a careful reading of technical prose).
+The method: the narrative words a reader meets with every fold closed, at 150 words a minute, plus
+1 minute per figure, plus the time each interactive element takes (an explorer 2 minutes, a training
+panel 1.5, the attention viewer 3).
 
-    python tools/reading_time.py            # one line per page, and the pages over 20 minutes
+- Narrative words: the article's prose, headings, captions, list items and table cells, including
+  the sentences and tables the chapters compute at build time (they are cell outputs). Left out:
+  code (a reader skims it), plain-text code output, closed folds (`<details>`), hidden cells,
+  exercise solutions, the margin provenance lines.
+- A figure: an `<img>` in the article (a measured plot or a diagram).
+- Interactive elements are found by their classes (`andrea-explorer`, `andrea-train`,
+  `andrea-attention`).
+
+    python tools/reading_time.py            # one line per page; the lessons over 20 minutes flagged
+
+`tests/test_lessons.py` holds every chapter lesson to LESSON_LIMIT minutes with this count.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
-WPM = 180
-SKIP = {"pre", "code", "table", "details", "script", "style", "nav", "footer", "header", "button"}
-SKIP_CLASS = ("cell_output", "cell_input", "toggle-hidden", "admonition-solution", "solution", "dropdown")
+WPM = 150
+FIGURE_MINUTES = 1.0
+INTERACTIVE_MINUTES = {"andrea-explorer": 2.0, "andrea-train": 1.5, "andrea-attention": 3.0}
+LESSON_LIMIT = 20.0
+SKIP_TAGS = {"pre", "script", "style", "nav", "footer", "header", "button", "details", "svg", "math"}
+SKIP_CLASS = (
+    "cell_input",
+    "toggle-hidden",
+    "admonition-solution",
+    "solution",
+    "dropdown",
+    "andrea-provenance",
+    "headerlink",
+    "output text_plain",
+    "output stream",
+)
+VOID = {"img", "br", "hr", "meta", "link", "input", "source", "wbr", "col", "area", "base", "embed", "param"}
+WORD = re.compile(r"\S*[A-Za-z0-9]\S*")
+
+
+@dataclass
+class Reading:
+    words: int
+    figures: int
+    interactive: dict[str, int]
+
+    @property
+    def minutes(self) -> float:
+        extra = sum(INTERACTIVE_MINUTES[k] * n for k, n in self.interactive.items())
+        return self.words / WPM + self.figures * FIGURE_MINUTES + extra
 
 
 class Narrative(HTMLParser):
     def __init__(self):
-        super().__init__()
-        self.depth_skip, self.in_article, self.words, self.stack = 0, 0, 0, []
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, bool, bool]] = []
+        self.skip = self.article = 0
+        self.words = self.figures = 0
+        self.interactive = dict.fromkeys(INTERACTIVE_MINUTES, 0)
 
     def handle_starttag(self, tag, attrs):
-        cls = dict(attrs).get("class") or ""
-        skip = tag in SKIP or any(c in cls for c in SKIP_CLASS)
-        self.stack.append((tag, skip))
-        if tag == "article" or 'role="main"' in str(attrs) or dict(attrs).get("role") == "main":
-            self.in_article += 1
-        if skip:
-            self.depth_skip += 1
+        a = dict(attrs)
+        cls = a.get("class") or ""
+        is_article = tag == "article" or a.get("role") == "main"
+        if self.article and not self.skip:
+            for name in INTERACTIVE_MINUTES:
+                if name in cls.split():
+                    self.interactive[name] += 1
+            if tag == "img":
+                self.figures += 1
+        if tag in VOID:
+            return
+        skip = tag in SKIP_TAGS or any(c in cls for c in SKIP_CLASS)
+        self.stack.append((tag, skip, is_article))
+        self.skip += skip
+        self.article += is_article
 
     def handle_endtag(self, tag):
+        if tag in VOID or all(t != tag for t, _, _ in self.stack):
+            return
         while self.stack:
-            t, skip = self.stack.pop()
-            if skip:
-                self.depth_skip -= 1
-            if t == "article":
-                self.in_article -= 1
+            t, skip, is_article = self.stack.pop()
+            self.skip -= skip
+            self.article -= is_article
             if t == tag:
                 break
 
     def handle_data(self, data):
-        if self.in_article and not self.depth_skip:
-            self.words += len(re.findall(r"\w+", data))
+        if self.article and not self.skip:
+            self.words += len(WORD.findall(data))
 
 
-def minutes(path: Path) -> float:
+def reading(path: Path) -> Reading:
     p = Narrative()
     p.feed(path.read_text(errors="replace"))
-    return p.words / WPM
+    return Reading(p.words, p.figures, {k: n for k, n in p.interactive.items() if n})
+
+
+def lesson_pages(site: Path = SITE) -> list[Path]:
+    """The chapter lessons (book/0N_*.html), the pages held to LESSON_LIMIT."""
+    return sorted(site.glob("book/0[0-9]_*.html"))
 
 
 def main() -> int:
-    pages = sorted(SITE.glob("book/*.html")) + sorted(SITE.glob("notebooks/*.html"))
+    pages = sorted(SITE.glob("book/*.html")) + sorted(SITE.glob("book/evidence/*.html"))
+    pages += sorted(SITE.glob("notebooks/*.html"))
     if not pages:
         print("no built site in _build/html: run `make book` first", file=sys.stderr)
         return 1
+    lessons = set(lesson_pages())
     for page in pages:
-        m = minutes(page)
-        print(f"{page.relative_to(SITE)!s:40s} {m:5.1f} min{'  (over 20)' if m > 20 else ''}")
+        r = reading(page)
+        inter = ", ".join(f"{k.removeprefix('andrea-')} {n}" for k, n in r.interactive.items())
+        flag = "  OVER 20" if page in lessons and r.minutes > LESSON_LIMIT else ""
+        print(
+            f"{page.relative_to(SITE)!s:45s} {r.minutes:5.1f} min  {r.words:5d} words  "
+            f"{r.figures} figures  {inter}{flag}"
+        )
     return 0
 
 
