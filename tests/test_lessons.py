@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 from pathlib import Path
 
 import jupytext
@@ -297,3 +298,46 @@ def test_the_glossary_defines_the_words_readers_missed():
 def test_glossary_terms_are_linked_at_first_use(path):
     bad = unlinked_first_uses(path.read_text(), glossary_groups())
     assert bad == [], f"{path.name}: glossary terms used before their glossary link: {bad}"
+
+
+# --- the reader's minutes ---------------------------------------------------------------------------------
+# Issue 47's method (tools/reading_time.py): narrative words / 150 + 1 minute a figure + 2 an explorer, 1.5 a
+# training panel, 3 the attention viewer, with the folds closed. The counter reads 0 to 1.1 minutes under the
+# human reader's round-1 numbers on every page, so the bound is the 20-minute limit less that margin.
+
+READING_BOUND = 19.0
+READ_PAGES = [*CHAPTERS, BOOK / "attention.md", BOOK / "checking.md"]
+
+
+def _reading():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reading_time", ROOT / "tools" / "reading_time.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # a dataclass looks its module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_reading_count_can_fail(tmp_path):
+    rt = _reading()
+    words = " ".join(["word"] * 1500)
+    page = tmp_path / "p.html"
+    page.write_text(
+        f"<html><body><nav>{words}</nav><article role='main'><p>{words}</p><img src='a.png'/>"
+        "<div class='andrea-explorer'></div><pre>code code code</pre>"
+        f"<details><summary>fold</summary><p>{words}</p></details><p>{words}</p></article></body></html>"
+    )
+    r = rt.reading(page)
+    assert (r.words, r.figures, r.interactive) == (3000, 1, {"andrea-explorer": 1})
+    assert r.minutes == pytest.approx(3000 / 150 + 1 + 2) and r.minutes > READING_BOUND
+
+
+@pytest.mark.parametrize("path", READ_PAGES, ids=lambda p: p.stem)
+def test_a_lesson_reads_in_twenty_minutes(path):
+    page = _built(path)
+    r = _reading().reading(page)
+    assert r.minutes <= READING_BOUND, (
+        f"{page.name} takes {r.minutes:.1f} reading minutes ({r.words} words / 150, {r.figures} figures, "
+        f"{r.interactive}); the bound is {READING_BOUND} (20 less the counter's margin): cut it"
+    )
