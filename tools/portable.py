@@ -189,7 +189,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "checking": {
         "exact": (
-            "cal_label cal_words ci_words d_hi d_lo d_max d_mean d_min emu_words ln256 lower_words "
+            "cal_label cal_words ci_words d_hi d_lo d_max d_mean d_min emu_words holm_words ln256 lower_words "
             "n_regimes n_seeds post_label pre_label round2_words t_quantile"
         ),
     },

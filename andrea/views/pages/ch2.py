@@ -31,6 +31,24 @@ def _ref(anchor: str, words: str = "the evidence") -> str:
     return f"{{ref}}`{words} <{anchor}>`"
 
 
+GLOSSARY_LABELS = ("inconclusive", "not testable", "depends on the machine")  # the labels the glossary defines
+
+
+def term(label: str) -> str:
+    """A verdict label as MyST, linked to its glossary entry where the glossary has one."""
+    return f"{{term}}`{label}`" if label in GLOSSARY_LABELS else label
+
+
+def rate_in_sweep(lr: float, lrs: list) -> str:
+    """Where a peak rate ``lr`` sits in the rising-rate sweep ``lrs`` (both from the stored grids), in words."""
+    if lr in lrs:
+        return f"the sweep's {lr:g}"
+    below, above = [x for x in lrs if x < lr], [x for x in lrs if x > lr]
+    if below and above:
+        return f"{lr:g}, between the sweep's {max(below):g} and {min(above):g}"
+    return f"{lr:g}, {'above' if below else 'below'} every rate of the sweep"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The lesson
 # ---------------------------------------------------------------------------------------------------------
@@ -54,12 +72,12 @@ def what_we_found() -> Markdown:
             "The source's reason, that small instabilities *accumulate* into NaN, is not what we saw: the "
             f"residual stream's size ran away from the first steps (at the end of the warmup it was already "
             f"{hl.said['hl_times_pre']} times pre-norm's), and the book's test for an accumulation ({{doc}}`how the "
-            f"book checks <checking>`) came out **{acc}**."
+            f"book checks <checking>`) came out **{term(acc)}**."
         )
     else:
         third = (
             "By the book's test ({doc}`how the book checks <checking>`), whether small instabilities *accumulate* "
-            f"into NaN, as the source says, is **{acc}**."
+            f"into NaN, as the source says, is **{term(acc)}**."
         )
     return _found(first, second, third)
 
@@ -96,9 +114,11 @@ def norm_lr_said() -> Markdown:
 
 def final_ln_said() -> Markdown:
     fl = final_ln()
+    (decides,) = fl.v["fl"].role("decides")
+    where = rate_in_sweep(decides.decision.arm["lr"], norm_lr().v["lrs"])
     return Markdown(
         f"With the blocks' LayerNorms removed and the final one kept, {fl.said['fl_final_2']} runs broke at a "
-        f"peak of 2·10⁻², against {fl.v['k_p2']} of {fl.v['n_p2']} pre-norm runs: the final LayerNorm alone "
+        f"peak of {where}, against {fl.v['k_p2']} of {fl.v['n_p2']} pre-norm runs: the final LayerNorm alone "
         f"does not keep a stack finite (**{fl.said['fl_verdict']}**, {_ref('ev-ch2-final-ln')})."
     )
 
@@ -112,7 +132,7 @@ def held_said() -> Markdown:
         f"At the held rate, {s['hl_final']} runs without the blocks' LayerNorms broke"
         + (f", all by step {last}," if last.isdigit() else "")
         + f" against {s['hl_pre']} pre-norm runs. Whether small instabilities accumulate, the source's word, is "
-        f"**{s['hl_acc']}** by the test declared before the runs ({_ref('ev-ch2-held-lr')})."
+        f"**{s['hl_acc']}** by the test declared before the runs ({_ref('ev-ch2-accumulate')})."
     ]
     if hl.v["runaway"]:
         said.append(
@@ -235,7 +255,7 @@ def claim_list(m: dict) -> list[Claim]:
             f"a declared test: {hl.v['hl_acc_said']} breaks count as an accumulation (after step {2 * hl_warm}, "
             "from a stream still tame at the warmup's end); at a peak of 2e-2 the overflow's timing could not "
             f"tell ({fl['k_f2']} of {fl['n_f2']} vs {fl['k_p2']} of {fl['n_p2']})",
-            anchor="ev-ch2-held-lr",
+            anchor="ev-ch2-accumulate",
         ),
         Claim(
             "ANDREA-120M has 24 LayerNorms in its 12 blocks plus one final: 25.",
@@ -388,7 +408,7 @@ def norm_lr_caveats() -> Markdown:
         "Two caveats, each tested below. First, what these runs show is a fast runaway near the peak learning "
         "rate, preceded by a slower drift, rather than many small errors adding up over a long run; the "
         'source\'s word "accumulate" fits the drift better than the end (tested by holding the rate, '
-        f'{_ref("ev-ch2-held-lr", "below")}). Second, `norm="none"` removes *every* LayerNorm, the final one '
+        f'{_ref("ev-ch2-accumulate", "below")}). Second, `norm="none"` removes *every* LayerNorm, the final one '
         'included, so the comparison is "ANDREA\'s normalisation against none", not "per-block LayerNorm '
         f'against none" (tested with the final LayerNorm kept, {_ref("ev-ch2-final-ln", "next")}).',
     )
@@ -476,29 +496,46 @@ def held_design() -> Markdown:
     )
 
 
-def held_evidence() -> Markdown:
+def accumulate_evidence() -> Markdown:
+    """The deciding evidence on "accumulate", first: the declared reading of the held-rate runs and its verdict
+    (the claims row's label)."""
     s = held_lr().said
     mechanism = f" {s['hl_mechanism']}" if s["hl_mechanism"] else ""
     split = f" {s['hl_acc_split']}" if s["hl_acc_split"] else ""
     return paragraphs(
-        f"{s['hl_cal']}. At the held 10⁻², {s['hl_final']} runs without the blocks' LayerNorms diverged, against "
-        f"{s['hl_pre']} pre-norm runs and {s['hl_none']} runs without any LayerNorm, so the declared test is "
-        f"**{s['hl_verdict']}**: {s['hl_verdict_words']}.",
-        "How those runs broke is another matter. None of them learnt more than how often each byte occurs (no "
-        f"run's 10-step mean loss got more than {s['hl_gap']} nats below the unigram entropy), and "
+        f'Verdict on "small instabilities accumulate into NaN": **{term(s["hl_acc"])}**. By the reading declared '
+        f"before the runs (below), a break counts as an accumulation only if it came after step {s['hl_late']} "
+        f"from a stream still tame when the warmup ended. {s['hl_acc_count']}; against the pre-norm runs that is "
+        f"{s['hl_acc_words']}.{split}{mechanism}",
+    )
+
+
+def held_evidence() -> Markdown:
+    """How the held-rate runs broke, and what the runs without any LayerNorm did."""
+    s = held_lr().said
+    return paragraphs(
+        "How the runs without the blocks' LayerNorms broke: none of them learnt more than how often each byte "
+        f"occurs (no run's 10-step mean loss got more than {s['hl_gap']} nats below the unigram entropy), and "
         f"{s['hl_final_spiked']}. All the while, the residual stream grew. At the end of the warmup its RMS was "
         f"already {s['hl_s50']}, against pre-norm's {s['hl_s50_pre']}; {s['hl_growth']}; the numbers overflowed "
         f"at steps {s['hl_steps']}. The final LayerNorm rescales whatever reaches it, so the loss never showed "
         "the growth.",
-        f"By the declared reading, a break counts as an accumulation if it came after step {s['hl_late']} from a "
-        f"stream still tame when the warmup ended. {s['hl_acc_count']}; against the pre-norm runs that is "
-        f'{s["hl_acc_words"]}.{split} Verdict on "small instabilities accumulate into NaN": '
-        f"**{s['hl_acc']}**.{mechanism}",
         f"{s['hl_none_lead']}. Their loss spiked after the warmup in {s['hl_none_spiked']} runs (both machines); "
         f"{s['hl_none_early']} spiking steps came before step 300, {s['hl_none_after']}, and "
         f"{s['hl_none_finite']} runs stayed finite. {s['hl_none_late']}.",
-        "The grid's evidence below is the declared divergence test's: its label is the divergence comparison's, "
-        'while the accumulation reading above is what answers the source\'s "accumulate".',
+    )
+
+
+def held_divergence() -> Markdown:
+    """The grid's declared divergence test at the held rate: its calibrations and its label (the grid box's)."""
+    s = held_lr().said
+    return paragraphs(
+        f"{s['hl_cal']}. At the held 10⁻², {s['hl_final']} runs without the blocks' LayerNorms diverged, against "
+        f"{s['hl_pre']} pre-norm runs and {s['hl_none']} runs without any LayerNorm, so the declared test is "
+        f"**{s['hl_verdict']}**: {s['hl_verdict_words']}.",
+        "The grid's evidence below is this divergence test's, and its label is the divergence comparison's. It "
+        'does not answer the source\'s "accumulate": the accumulation reading '
+        f"({_ref('ev-ch2-accumulate', 'above')}) does.",
     )
 
 
@@ -514,6 +551,7 @@ def count_evidence() -> Markdown:
 
 __all__ = [
     "WIRING",
+    "accumulate_evidence",
     "claims",
     "count_evidence",
     "evidence_claims",
@@ -527,6 +565,7 @@ __all__ = [
     "growth_figure",
     "held_figure",
     "held_design",
+    "held_divergence",
     "held_evidence",
     "held_said",
     "held_tables",

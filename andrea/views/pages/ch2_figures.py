@@ -11,6 +11,9 @@ from .ch2_training import WIRING, held, held_runs, norm_lr
 
 NAMES = {"pre": "pre-norm (ANDREA)", "none": "no normalisation"}
 COLOURS = {"pre": plots.PALETTE[0], "final": plots.PALETTE[2], "none": plots.PALETTE[3]}
+# Fig 2.3's seeds: vermillion, sky blue and black, the Okabe-Ito triple whose colours stay furthest apart under
+# each common colour-vision deficiency (orange and vermillion, the old pair, nearly merge)
+SEED_COLOURS = (plots.PALETTE[3], plots.PALETTE[5], plots.PALETTE[7])
 
 
 def growth_figure(pre, none, sweep: dict, scales: list, scale: float, device: str):
@@ -76,12 +79,13 @@ def training_figure():
     )
     a.set_title("final validation loss (x: stopped on inf/NaN)", fontsize=9)
     top = [r for r in runs if r["norm"] == "none" and r["lr"] == lrs[-1]]
+    seeds = sorted({r["seed"] for r in top})
     for r in top:
         g = np.array([np.nan if v is None else v for v in r["grad_norm"]])
         b.plot(
             np.arange(1, len(g) + 1),
             g,
-            color=plots.PALETTE[(r["seed"] % 3) + 1],
+            color=SEED_COLOURS[seeds.index(r["seed"]) % len(SEED_COLOURS)],
             ls="-" if r["clip"] == 1.0 else "--",
             lw=1.3,
             label=f"seed {r['seed']}, {'clip 1' if r['clip'] else 'no clip'}",

@@ -132,10 +132,15 @@ def swiglu_found(sw) -> str:
         best = max(won, key=lambda f: -f.verdict.interval.mean)
         return (
             f"Shazeer's gated SwiGLU ended below GELU at {scale_words(best.decision.arm['init_std'])}, by "
-            f"{-best.verdict.interval.mean:.3f} nats per byte, but not clearly at the other, so that claim is "
-            f"{sw.label}."
+            f"{-best.verdict.interval.mean:.3f} nats per byte, but not clearly at the other, so that claim, tested at "
+            f"both scales, is {_term(sw.label)}: at one of them the seeds could not tell the two apart."
         )
-    return f"Shazeer's gated SwiGLU against GELU, on the same fresh seeds: {sw.label}."
+    return f"Shazeer's gated SwiGLU against GELU, on the same fresh seeds: {_term(sw.label)}."
+
+
+def _term(label: str) -> str:
+    """A verdict label, linked to its glossary entry where the glossary defines it."""
+    return f"{{term}}`{label}`" if label in ("inconclusive", "not testable", "depends on the machine") else label
 
 
 def _claims(gpu: bool) -> list[Claim]:
