@@ -22,14 +22,37 @@ def report():
     return page.ProbeReport(probes, found, probes.decide_all(found))
 
 
+def _labels(line: str) -> list[str]:
+    """The verdict labels a sentence prints: glossary links and bold labels."""
+    known = ("confirmed", "qualified", "not reproduced", "inconclusive", "not testable", "depends on the machine")
+    said = re.findall(r"\{term\}`([^`<]+)`|\*\*([^*]+)\*\*", line)
+    return [a or b for a, b in said if (a or b) in known]
+
+
 def test_each_claim_is_said_once_with_its_label_and_its_evidence(report):
     said = report.sentences().text
     for t in report.claim_tasks:
         v = report.decided[t.name][0]
-        links = re.findall(rf"\{{ref\}}`([^`<]+) <{page.ANCHORS[t.name]}>`", said)
-        assert links == [v.label], f"{t.name}: links {links}, the rule says {v.label!r}"
+        links = re.findall(rf"\{{ref\}}`evidence <{page.ANCHORS[t.name]}>`", said)
+        assert len(links) == 1, f"{t.name}: {len(links)} links to its evidence"
+        line = next(ln for ln in said.splitlines() if f"<{page.ANCHORS[t.name]}>" in ln)
+        assert _labels(line) == [v.label], f"{t.name}: says {_labels(line)}, the rule says {v.label!r}"
+        if v.label in page.GLOSSED:  # the label links its glossary entry
+            assert f"{{term}}`{v.label}`" in line, line
     overall = page.overall(report).text
-    assert f"{{ref}}`{report.overall.label} <{page.ANCHORS['the claim']}>`" in overall
+    assert f"{{ref}}`evidence <{page.ANCHORS['the claim']}>`" in overall
+    assert _labels(overall) == [report.overall.label], overall
+
+
+def test_the_overall_sentence_says_each_task_once_as_the_rule_groups_it(report):
+    """Issue 47's reader met "qualified" for a task and then "went against it" for the same task: the whole
+    claim's sentence names each decided task once, in words that do not contradict its own label."""
+    overall = page.overall(report).text
+    for t in report.claim_tasks:
+        v = report.decided[t.name][0]
+        if v.label != "not testable":
+            assert overall.count(t.name) == 1, (t.name, overall)
+    assert "went against" not in overall
 
 
 def test_every_claim_links_to_a_section_of_the_evidence_page(report):

@@ -13,6 +13,10 @@ from .probes import BANDS, CALIBRATIONS, TASKS
 TRAINED = PALETTE[0]
 UNTRAINED = REFERENCE_GREY
 BAND_SHADES = {"early": "#f2f2f2", "middle": "#ffffff", "late": "#f2f2f2"}
+# The book's text column is about 750 px wide at a 1280 px window (672 px of it at the narrowest desktop
+# layout, legibility.SHOWN_AT_MOST_PX): a figure drawn at most this many inches wide (100 dpi, as book_png
+# draws) is shown at 0.85 of its size or more, so its 10-point text stays above 10 px as shown.
+COLUMN_INCHES = 7.6
 
 
 def _shade_bands(ax) -> None:
@@ -48,12 +52,14 @@ def training_figure(log: dict, seed: Optional[int] = 0):
 
 
 @_styled
-def pair_figure(panels: Sequence[dict], ncols: int = 2, seed: Optional[int] = 0, width: float = 4.6):
+def pair_figure(panels: Sequence[dict], ncols: int = 2, seed: Optional[int] = 0, width: Optional[float] = None):
     """Panels of ``{"title", "xlabel", "ylabel", "x", "trained", "untrained", "logy"?, "bands"?}``,
-    each with the trained model's line and the untrained model's."""
+    each with the trained model's line and the untrained model's. ``width``: of one panel, in inches (by
+    default the column's width shared by the ``ncols`` panels)."""
+    width = width if width is not None else COLUMN_INCHES / ncols
     n = len(panels)
     rows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(rows, ncols, figsize=(width * ncols, 3.3 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, ncols, figsize=(width * ncols, (3.0 if ncols < 3 else 2.9) * rows), squeeze=False)
     for ax, p in zip(axes.ravel(), panels):
         if p.get("bands"):
             _shade_bands(ax)
@@ -77,58 +83,60 @@ def pair_figure(panels: Sequence[dict], ncols: int = 2, seed: Optional[int] = 0,
 @_styled
 def heads_figure(heads: dict, seed: Optional[int] = 0):
     """``heads``: {text: {"trained": inside.induction(...), "untrained": ...}} for each repeated text.
-    One panel per text with every head as a point (previous-token score against induction score),
-    trained and untrained; the last panel, the loss on the first and the second copy of each text."""
+    One panel per text with every head as a point (previous-token score against induction score): the
+    trained heads as filled dots, the untrained ones as hollow squares drawn on top of them, so that
+    neither model's heads hide the other's; the last panel, the loss on the first and the second copy of
+    each text."""
     texts = list(heads)
-    fig, axes = plt.subplots(1, len(texts) + 1, figsize=(3.6 * (len(texts) + 1), 3.9))
+    fig, axes = plt.subplots(1, len(texts) + 1, figsize=(COLUMN_INCHES, 3.1))
     # every head's scores are small: the axes end a little beyond the largest, the same in each panel
     top = {
         k: max(float(heads[t][m][k].max()) for t in texts for m in ("trained", "untrained"))
         for k in ("previous_token", "induction")
     }
     for ax, text in zip(axes, texts):
-        r = heads[text]["untrained"]
-        ax.scatter(
-            r["previous_token"].ravel(),
-            r["induction"].ravel(),
-            s=26,
-            marker="s",
-            facecolors="none",
-            edgecolors=UNTRAINED,
-            linewidths=1.2,
-            label="untrained",
-            zorder=2,
-        )
         r = heads[text]["trained"]
         ax.scatter(
-            r["previous_token"].ravel(),
-            r["induction"].ravel(),
-            s=20,
-            color=TRAINED,
-            alpha=0.75,
-            label="trained",
-            zorder=3,
-        )
-        ax.set_xlabel("previous-token score", fontsize=10)
-        ax.set_ylabel("induction score", fontsize=10)
+            r["previous_token"].ravel(), r["induction"].ravel(), s=22, color=TRAINED, alpha=0.6, lw=0,
+            label="trained", zorder=2,
+        )  # fmt: skip
+        r = heads[text]["untrained"]
+        ax.scatter(
+            r["previous_token"].ravel(), r["induction"].ravel(), s=30, marker="s", facecolors="none",
+            edgecolors="#333333", linewidths=1.0, label="untrained", zorder=3,
+        )  # fmt: skip
+        ax.set_xlabel("previous-token score")
+        ax.set_ylabel("induction score")
         # a little room under 0 on both axes: the heads at 0 show whole, and the two axes' 0 labels part
         right, up = max(0.3, 1.15 * top["previous_token"]), max(0.15, 1.15 * top["induction"])
         ax.set_xlim(-0.04 * right, right)
         ax.set_ylim(-0.04 * up, up)
-        ax.set_title(f"each head, {text}", fontsize=11)
-        ax.tick_params(labelsize=10)
-    axes[0].legend(fontsize=10, loc="upper right", title="scores run to 1", title_fontsize=10)
+        ax.set_title(text, fontsize=10)
+        ax.locator_params(nbins=4)
+        # the untrained heads sit almost on one point: say how many are there
+        u = np.column_stack([r["previous_token"].ravel(), r["induction"].ravel()])
+        centre = np.median(u, axis=0)
+        near = int((np.abs(u - centre) <= [0.02 * right, 0.02 * up]).all(1).sum())
+        if near > len(u) // 2:
+            ax.annotate(
+                f"{near} untrained\nheads", centre, xytext=(centre[0] + 0.25 * right, centre[1] + 0.3 * up),
+                fontsize=9, arrowprops=dict(arrowstyle="-", color="#333333", lw=0.8),
+            )  # fmt: skip
+    axes[0].legend(fontsize=9, loc="upper right", handletextpad=0.2, borderpad=0.3)
     bx = axes[-1]
     x = np.arange(2 * len(texts))
-    for k, (name, c, hatch) in enumerate((("untrained", UNTRAINED, ""), ("trained", TRAINED, ""))):
+    for k, (name, c) in enumerate((("untrained", UNTRAINED), ("trained", TRAINED))):
         y = [heads[t][name][f"loss_{which}"] for t in texts for which in ("first", "second")]
-        bx.bar(x + (k - 0.5) * 0.38, y, 0.38, color=c, label=name, hatch=hatch)
-    bx.set_xticks(x, [f"{t.split()[-1]}\n{w}" for t in texts for w in ("1st", "2nd")], fontsize=9)
-    bx.set_xlabel("copy", fontsize=10)
-    bx.set_ylabel("loss (nats/token)", fontsize=10)
-    bx.set_title("loss on each copy", fontsize=11)
+        bx.bar(x + (k - 0.5) * 0.38, y, 0.38, color=c, label=name)
+    bx.set_xticks(x, ["1st", "2nd"] * len(texts), fontsize=9)
+    groups = bx.secondary_xaxis(-0.12)  # which text each pair of copies is
+    groups.set_xticks([2 * i + 0.5 for i in range(len(texts))], [t.split()[-1] for t in texts], fontsize=9)
+    groups.tick_params(length=0)
+    groups.spines["bottom"].set_visible(False)
+    bx.set_ylabel("loss (nats/token)")
+    bx.set_title("loss on each copy", fontsize=10)
     bx.set_ylim(0, 1.3 * max(bx.get_ylim()[1], 1))  # room above the bars for the legend
-    bx.legend(fontsize=10, loc="upper right", frameon=False)
+    bx.legend(fontsize=9, loc="upper right", frameon=False)
     provenance(fig, "cpu", seed, "trained ANDREA")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
@@ -138,13 +146,13 @@ def heads_figure(heads: dict, seed: Optional[int] = 0):
 def mlp_figure(trained: dict, untrained: dict, window: float = 3.0, seed: Optional[int] = 0):
     """The MLP pre-activations of all blocks as a histogram (the |x| < 3 window shaded), and per
     block the fraction of activations near zero."""
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.2, 3.6))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 3.3))
     centres = (trained["bins"][1:] + trained["bins"][:-1]) / 2
     ax.axvspan(-window, window, color="#f2f2f2", lw=0, zorder=0)
     ax.plot(centres, trained["histogram"], color=TRAINED, lw=1.8, label="trained")
     ax.plot(centres, untrained["histogram"], color=UNTRAINED, lw=1.4, ls="--", label="untrained")
     ax.set_yscale("log")
-    ax.set_xlabel("MLP pre-activation x (shaded: |x| < 3)")
+    ax.set_xlabel("pre-activation x (shaded: |x| < 3)")
     ax.set_ylabel("fraction of values per bin")
     ax.legend(fontsize=8)
     ax.set_title("where GELU's inputs lie", fontsize=10)
@@ -152,7 +160,7 @@ def mlp_figure(trained: dict, untrained: dict, window: float = 3.0, seed: Option
     bx.plot(blocks, trained["near_zero"], "o-", ms=3.5, color=TRAINED, label="trained")
     bx.plot(blocks, untrained["near_zero"], "s--", ms=3.5, color=UNTRAINED, label="untrained")
     bx.set_xlabel("block")
-    bx.set_ylabel("fraction with |GELU(x)| < 0.05")
+    bx.set_ylabel("share with |GELU(x)| < 0.05")
     bx.set_ylim(0, 1)
     bx.legend(fontsize=8)
     bx.set_title("activations that are off", fontsize=10)
@@ -165,35 +173,42 @@ def mlp_figure(trained: dict, untrained: dict, window: float = 3.0, seed: Option
 def probes_figure(results: dict, seed: Optional[int] = 0):
     """One panel per probing task: balanced accuracy at every boundary, the trained model (solid),
     the untrained one (dashed) and the trained model's control task (dotted), chance as a thin line;
-    the seeds' range as a band around each line, the band the source predicts named in the title,
-    one legend under the panels."""
-    ncols = 4
+    the seeds' range as a band around each line, the band the source predicts named in the title.
+    Three panels a row, the column's width; the legend in the last free cell (or under the panels)."""
+    ncols = 3
     rows = (len(TASKS) + ncols - 1) // ncols
-    fig, axes = plt.subplots(rows, ncols, figsize=(13.0, 3.7 * rows + 0.6), squeeze=False)
+    fig, axes = plt.subplots(rows, ncols, figsize=(COLUMN_INCHES, 2.55 * rows + 0.3), squeeze=False, sharex=True)
     x = np.arange(13)
     lines = (
         ("trained", "task", TRAINED, "o", "-", "trained model"),
         ("untrained", "task", UNTRAINED, "s", "--", "untrained model"),
-        ("trained", "control", PALETTE[3], None, ":", "trained model, control task"),
+        ("trained", "control", PALETTE[3], None, ":", "trained model,\ncontrol task"),
     )
-    for ax, task in zip(axes.ravel(), TASKS):
+    for k, (ax, task) in enumerate(zip(axes.ravel(), TASKS)):
         _shade_bands(ax)
         for model, what, c, m, ls, label in lines:
             acc = results[task.name][model][what]
             ax.fill_between(x, acc.min(0), acc.max(0), color=c, alpha=0.2, lw=0)
-            ax.plot(x, acc.mean(0), marker=m, ms=3.5, ls=ls, color=c, lw=1.6, label=label)
+            ax.plot(x, acc.mean(0), marker=m, ms=3, ls=ls, color=c, lw=1.4, label=label)
         ax.axhline(1 / len(task.classes), color="#444444", lw=0.8)
         kind = "calibration: " if task.name in CALIBRATIONS.values() else "predicted: "
-        ax.set_title(f"{task.name}\n({kind}{task.band})", fontsize=11)
-        ax.set_xlabel("boundary (0: embeddings)", fontsize=10)
-        ax.set_ylabel("balanced accuracy", fontsize=10)
-        ax.tick_params(labelsize=10)
+        ax.set_title(f"{task.name}\n({kind}{task.band})", fontsize=10)
+        if k % ncols == 0:
+            ax.set_ylabel("balanced accuracy")
+        if k + ncols >= len(TASKS):  # the lowest panel of its column
+            ax.set_xlabel("boundary")
+            ax.tick_params(labelbottom=True)
         ax.set_xticks([0, 3, 6, 9, 12])
-    for ax in axes.ravel()[len(TASKS) :]:
-        ax.remove()
+        ax.locator_params(axis="y", nbins=4)
+    free = axes.ravel()[len(TASKS) :]
+    for ax in free:
+        ax.axis("off")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False, bbox_to_anchor=(0.5, 0.02))
+    if len(free):
+        free[0].legend(handles, labels, loc="center", fontsize=10, frameon=False)
+    else:
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
     n = results[TASKS[0].name]["trained"]["task"].shape[0]
     provenance(fig, "cpu", seed, f"trained ANDREA, {n} probe seeds")
-    fig.tight_layout(rect=(0, 0.07, 1, 1), h_pad=2.0)
+    fig.tight_layout(rect=(0, 0.03 if len(free) else 0.07, 1, 1), h_pad=1.2)
     return fig

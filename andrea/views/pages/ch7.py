@@ -22,6 +22,7 @@ from ..lesson import found as _found
 from ..notebook import Claim, Table, table
 from .ch7_training import (  # noqa: F401 - the training evidence, called as page.<name> by both pages
     DEEP80,
+    GLOSSED,
     GRIDS,
     PANEL,
     PANEL2,
@@ -36,14 +37,17 @@ from .ch7_training import (  # noqa: F401 - the training evidence, called as pag
     d80_words,
     deep80_procedure,
     deep80_sentence,
+    deep80_short,
     deep_ok,
     deep_rows,
     deep_table,
     ev,
+    label_md,
     lambda_runs,
     lambda_share,
     lambda_words,
     panel_rows,
+    rescue_said,
     rescue_sentence,
     rescue_words,
     round1_words,
@@ -63,6 +67,9 @@ CHAPTER = "07_layerscale"
 LAMS = (None, 1e-1, 1e-4, 1e-6)  # the noise figure's λ₀ (None: LayerScale off)
 INITS = {"GPT-2 init (scaled residual projections)": "gpt2", "plain N(0, 0.02²) init": "normal"}
 DEPTHS = (12, 18, 24, 36, 48, 96)  # the initial-values table
+# Where the lesson's gradient-flow explorer opens (StaticExplorer(**EXPLORER), GradientFlowExplorer(**EXPLORER)):
+# CaiT's λ₀ for its depth. Its "what to look for" sentence is built from these.
+EXPLORER: dict[str, Any] = {"depth": 24, "layerscale": 1e-5, "norm": "pre"}
 # What the reader is asked to look for in the chapter's panels.
 PANEL_LOOK = "whether B leaves the plateau (the dotted level) where A stays, and how B's λ grows block by block."
 
@@ -125,22 +132,20 @@ def depth_table(rows: list[tuple]) -> Table:
 
 
 def explorer_look() -> str:
-    """What to look for in the explorer, from its shipped rows: the profile is flat (a ratio of 1) for
-    small λ₀ and joins the grey reference, LayerScale off, at λ₀ = 1 (a scale of one changes nothing)."""
+    """What to look for in the explorer, from where it opens (``EXPLORER``) and its shipped rows: the profile
+    is flat (a ratio of 1) for small λ₀ and joins the grey reference, LayerScale off, at λ₀ = 1 (a scale of
+    one changes nothing)."""
     from ..static_explorer import cached_grid_rows
 
-    ratio = {
-        r["lam"]: r["ratio"]
-        for r in cached_grid_rows()
-        if (r["depth"], r["norm"], r["res"], r["boundary"]) == (24, "pre", "on", 0)
-    }
+    start = EXPLORER["layerscale"]
+    at = (EXPLORER["depth"], EXPLORER["norm"], "on", 0)
+    ratio = {r["lam"]: r["ratio"] for r in cached_grid_rows() if (r["depth"], r["norm"], r["res"], r["boundary"]) == at}
     flat = [float(k) for k, v in ratio.items() if k not in ("off", "1") and abs(v - 1) <= 0.02]
-    if ratio.get("1") != ratio.get("off") or not flat:
-        raise ValueError(f"the explorer's rows no longer behave as its sentence says: {ratio}")
+    if ratio.get("1") != ratio.get("off") or not flat or max(flat) <= start:
+        raise ValueError(f"the explorer's rows no longer behave as its sentence says (opening at {start}): {ratio}")
     return (
-        f"at the opening settings, drag λ₀ up from 10⁻⁶. Up to λ₀ = {max(flat):g} the gradient profile stays "
-        "flat; above it, it bends towards the grey reference (no LayerScale) and joins it at λ₀ = 1, where "
-        "LayerScale multiplies by one."
+        f"it opens at λ₀ = {sci(start)}; drag λ₀ up. Up to λ₀ = {max(flat):g} the gradient profile stays flat; "
+        "above it, it bends towards the grey reference and joins it at λ₀ = 1, where LayerScale multiplies by one."
     )
 
 
@@ -148,13 +153,8 @@ def explorer_look() -> str:
 # The lesson's opening and its claims
 # ---------------------------------------------------------------------------------------------
 def found() -> Markdown:
-    """ "What we found": the rescue at 24 blocks, the source's 80 blocks, and LayerScale's cost. The primer is
-    linked before the first statistics word."""
-    return _found(
-        rescue_sentence(),
-        deep80_sentence(rules=", by the {doc}`book's rules <checking>`,"),
-        cost_sentence().replace(" nats", " {term}`nats`", 1),
-    )
+    """ "What we found": the rescue at 24 blocks, the source's 80 blocks, and LayerScale's cost."""
+    return _found(rescue_sentence(), deep80_short(), cost_sentence().replace(" nats", " {term}`nats`", 1))
 
 
 def noise_verdict(survival: dict) -> Any:
@@ -177,6 +177,28 @@ def noise_verdict(survival: dict) -> Any:
     )
 
 
+def deep80_said() -> Markdown:
+    """The 80-block verdict where the lesson tests it, linked to its evidence."""
+    return Markdown(deep80_sentence().removesuffix(".") + " ({ref}`evidence <ev-ch7-deep80>`).")
+
+
+def noise_sentence(survival: dict) -> Markdown:
+    """The noise claim's verdict in one plain sentence (the label links the glossary), from each
+    initialisation's reading."""
+    v = noise_verdict(survival)
+    drowned = {name: float(survival[init, None][50]) < 0.5 for name, init in (("plain", "normal"), ("GPT-2's", "gpt2"))}
+    yes = [k for k, d in drowned.items() if d]
+    no = [k for k, d in drowned.items() if not d]
+    if yes and no:
+        how = f"true with {' and '.join(yes)} initialisation, not with {' and '.join(no)}"
+    else:
+        how = "true with both initialisations" if yes else "true with neither initialisation"
+    return Markdown(
+        f'So the source\'s "drowned by block 50" gets the {{term}}`verdict` {label_md(v.label)}: {how} '
+        "({ref}`evidence <ev-ch7-noise>`)."
+    )
+
+
 def _claims(survival: dict, rms: dict, n_per_block: int, depth_rows: list[tuple]) -> list[Claim]:
     e80, e2 = ev(DEEP80), ev(ROUND2)
     n_ok, n = deep_ok()
@@ -187,10 +209,8 @@ def _claims(survival: dict, rms: dict, n_per_block: int, depth_rows: list[tuple]
     return [
         Claim(
             "Training a transformer of ~80 layers from scratch fails to converge: the loss explodes or plateaus.",
-            "; ".join(
-                f"{r['recipe']}: 80 blocks failed {r['80 blocks failed']}, shallow {r['shallow stack failed']}"
-                for r in deep_rows()
-            ),
+            "80-block stacks that failed: "
+            + "; ".join(f"{r['recipe'].split(',')[0]} {r['80 blocks failed']}" for r in deep_rows()),
             e80.verdict,
             "80 blocks of width 32, 800 steps, five seeds per arm, against a shallow stack of the same recipe "
             f"(Fisher's exact test); ANDREA's recipe trained {n_ok} of {n} 80-block stacks"
@@ -209,8 +229,8 @@ def _claims(survival: dict, rms: dict, n_per_block: int, depth_rows: list[tuple]
         Claim(
             "At initialisation each block pours noise into the stream; by layer 50 the embedding signal drowns "
             "in variance.",
-            f"plain init: cos(stream, embeddings) = {plain_cos50:.2f} at block 50, "
-            f"{survival['normal', None][96]:.2f} at 96; GPT-2 init {survival['gpt2', None][96]:.2f} at 96",
+            f"cosine of stream and embeddings at block 50: plain init {plain_cos50:.2f}, "
+            f"GPT-2 init {float(survival['gpt2', None][50]):.2f}",
             noise_verdict(survival),
             "'drowns' read as: the cosine with the embeddings falls below 0.5",
             anchor="ev-ch7-noise",
@@ -253,7 +273,7 @@ def _claims(survival: dict, rms: dict, n_per_block: int, depth_rows: list[tuple]
         ),
         Claim(
             "LayerScale lets deep transformers converge where they otherwise would not.",
-            f"24 blocks, λ₀ {small_lam():g} vs off, in the three settings where the plain stack struggles (round 2)",
+            f"24 blocks, λ₀ {small_lam():g} against off, where a plain stack struggles",
             e2.verdict,
             f"{s['steps']} steps at width {s['d_model']}: {scope_words()}",
             anchor="ev-ch7-rescue",
@@ -289,7 +309,7 @@ def noise_evidence() -> Markdown:
         "is exact for this model and batch, and is compared with its threshold directly.",
         f"'Drowns' is read as: the cosine falls below 0.5 by block 50. With plain initialisation it is "
         f"{cos['normal']:.2f} there; with GPT-2's depth-scaled initialisation {cos['gpt2']:.2f}. The label, combining "
-        f"the two initialisations, is **{v.label}** ({v.reason}).",
+        f"the two initialisations, is {label_md(v.label)} ({v.reason}).",
         f"The stream's RMS grows {growth['normal']:.0f}-fold over the 96 blocks with plain initialisation and "
         f"{growth['gpt2']:.1f}-fold with GPT-2's: the LayerNorm at each sublayer's input normalises what the "
         "sublayer reads, never the stream itself.",

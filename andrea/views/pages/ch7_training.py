@@ -7,6 +7,7 @@ one sentence per verdict, the evidence page's paragraphs and the grids' rule his
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -21,6 +22,8 @@ PANEL2 = "ch7_panel_round2"  # the panel's faster defaults (6 blocks), which the
 GRIDS = (ROUND1, ROUND2, DEEP80, PANEL, PANEL2)
 HEALTHY = "control: pre-norm, GPT-2 init, warmup"  # the round-2 grid's healthy recipe
 EQUIVALENCE = 0.05  # nats: the round-2 grid's equivalence margin for "LayerScale costs nothing"
+# The verdict labels that book/glossary.md defines ("qualified": glossary-ch13.md, merged with this chapter)
+GLOSSED = ("inconclusive", "qualified", "not testable", verdict.MACHINE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,6 +210,21 @@ def rescue_sentence() -> str:
     )
 
 
+def rescue_said() -> Markdown:
+    """The round-2 verdict where the lesson shows its runs (MyST): its label, the settings it won, whether the
+    rescued stack beats a 2-block one, and how far the λ opened, each linked to its evidence."""
+    e = ev(ROUND2)
+    total = len(e.role("decides"))
+    won = [f for f in e.role("decides") if f.verdict.label == "confirmed"]
+    rest = total - len(won)
+    tail = "" if not rest else (", and the third did not settle it" if rest == 1 else f", and the other {rest} did not")
+    return Markdown(
+        f"The rescue is {label_md(e.verdict.label)}: LayerScale's stack ended clearly lower in {len(won)} of the "
+        f"{total} settings{tail} ({{ref}}`evidence <ev-ch7-rescue>`). {two_sentence()} Their λ stay small: the "
+        f"largest ends at {lambda_share():.0%} of AdamW's bound ({{ref}}`evidence <ev-ch7-lambda>`)."
+    )
+
+
 def cost_sentence() -> str:
     """What LayerScale does where the plain stack already trains (the healthy recipe), in one sentence."""
     same = _same()
@@ -326,18 +344,21 @@ def d80_words() -> str:
 
 
 def d80_why() -> str:
+    """How the rule turned each recipe's comparison into the claim's label (the mechanics the lesson leaves
+    out)."""
     rows = deep_rows()
-    held = [r["recipe"] for r in rows if r["verdict"] == "confirmed"]
-    not_held = [r for r in rows if r["verdict"] != "confirmed"]
-    if not held or not not_held:
-        return ""
-    return (
-        "The rule asked for the claim with every recipe. It holds with "
-        + " and ".join(held)
-        + "; with "
-        + " and ".join(f"{r['recipe']}, {r['80 blocks failed']} 80-block stacks failed" for r in not_held)
-        + ". At this depth, whether training fails depends on the recipe, not on the depth alone."
+    per = "; ".join(f"{_recipe(r)} {r['verdict']}" for r in rows)
+    said = (
+        "The rule asks for the claim with every recipe. Each recipe's comparison is decided by Fisher's exact "
+        f"test, after Holm's correction over the recipes ({per}). The claim would be qualified if one recipe "
+        "confirmed it and another went against it (its 80-block stacks failing less often than its shallow "
+        "ones); a recipe whose comparison cannot decide, such as one where no stack fails at either depth "
+        "(Fisher's p = 1), leaves the claim inconclusive unless another recipe goes against it."
     )
+    held = [r for r in rows if r["verdict"] == "confirmed"]
+    if held and len(held) < len(rows):
+        said += " At this depth, whether training fails depends on the recipe, not on the depth alone."
+    return said
 
 
 def d80_scope() -> str:
@@ -366,17 +387,57 @@ def d80_scope() -> str:
     )
 
 
-def deep80_sentence(rules: str = "") -> str:
-    """The 80-block verdict in one plain sentence, with one number; ``rules``: words (a link) put before
-    the label."""
-    rows = deep_rows()
-    n_ok, n = deep_ok()
-    post = rows[0]
+def label_md(label: str) -> str:
+    """A verdict label as the pages print it: a glossary link where the glossary defines the label (MyST
+    Markdown), else in bold."""
+    return f"{{term}}`{label}`" if label in GLOSSED else f"**{label}**"
+
+
+def _recipe(row: dict) -> str:
+    """A recipe's short name: "plain post-norm", "ANDREA's recipe"."""
+    return row["recipe"].split(",")[0]
+
+
+def _deep80_words() -> tuple[list[str], list[str]]:
+    """Per recipe of the 80-block test: what happened (failures at 80 blocks and in the shallow stack), and
+    what that did to the claim (its recipe's label, in words)."""
+    said, why = [], []
+    for r in deep_rows():
+        name, k = _recipe(r), r["80 blocks failed"]
+        k0, blocks = re.fullmatch(r"(.+) \((\d+) blocks\)", r["shallow stack failed"]).groups()  # type: ignore[union-attr]
+        none = k.startswith("0 of") and k0.startswith("0 of")
+        if k.startswith("0 of"):
+            said.append(
+                f"with {name} none failed" + (f" (nor with {blocks} blocks)" if none else f" ({k0} with {blocks})")
+            )
+        else:
+            said.append(f"{name} stacks failed in {k} runs ({k0} with {blocks} blocks)")
+        if r["verdict"] == "confirmed":
+            why.append(f"it held for {name}")
+        elif none:
+            why.append(f"{name} gave the test no failures to compare")
+        else:
+            why.append(f"for {name} it was {r['verdict']}")
+    return said, why
+
+
+def deep80_sentence() -> str:
+    """The 80-block verdict in one plain sentence (MyST Markdown: the label links the glossary), from each
+    recipe's failures and label; how the rule combines them is on the evidence page (``d80_why``)."""
+    said, why = _deep80_words()
     return (
-        f"At the source's depth of 80 blocks, stacks failed in {post['80 blocks failed']} runs with one recipe "
-        f"({post['recipe']}), but {n_ok} of {n} trained with ANDREA's own recipe, so the source's claim that such a "
-        f"stack cannot converge is{rules} {ev(DEEP80).verdict.label}"
-        + (": it depends on the recipe." if d80_why() else ".")
+        f"At the source's depth of 80 blocks, {', but '.join(said)}, so the claim that such a stack cannot converge "
+        f"is {label_md(ev(DEEP80).verdict.label)}: {', and '.join(why)}."
+    )
+
+
+def deep80_short() -> str:
+    """The 80-block verdict for "What we found": the label and each recipe's failures, without the reasons."""
+    said, _ = _deep80_words()
+    said = [re.sub(r" \(.*?\)", "", w) for w in said]  # the shallow stacks are left to the section
+    return (
+        f"At the source's depth of 80 blocks, the claim that a stack cannot converge is "
+        f"{label_md(ev(DEEP80).verdict.label)}: {', but '.join(said)}."
     )
 
 

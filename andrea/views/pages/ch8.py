@@ -16,9 +16,9 @@ import numpy as np
 
 from ..lesson import Markdown, evidence_claims, found, lesson_claims, paragraphs
 from ..notebook import glue, table
-from .ch8_probes import ANCHORS, ProbeReport, calibration_table, claim_evidence, claim_rows
+from .ch8_probes import ANCHORS, GLOSSED, ProbeReport, calibration_table, claim_evidence, claim_rows
 
-__all__ = ["ANCHORS", "ProbeReport", "calibration_table", "claim_evidence", "paragraphs"]
+__all__ = ["ANCHORS", "GLOSSED", "ProbeReport", "calibration_table", "claim_evidence", "paragraphs"]
 
 CHAPTER = "08_trained"
 PROSE, RANDOM = "held-out prose", "random tokens"

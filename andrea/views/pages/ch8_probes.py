@@ -42,6 +42,19 @@ CALIBRATION_WORDS = {
 }
 
 
+# The verdict labels that book/glossary.md defines ("qualified": glossary-ch13.md, merged with these chapters)
+GLOSSED = ("inconclusive", "qualified", "not testable", "depends on the machine")
+
+
+def label_md(label: str) -> str:
+    """A verdict label as the lesson prints it (MyST): a glossary link where the glossary defines it, else bold."""
+    return f"{{term}}`{label}`" if label in GLOSSED else f"**{label}**"
+
+
+def _evidence(name: str) -> str:
+    return f"{{ref}}`evidence <{ANCHORS[name]}>`"
+
+
 def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
@@ -92,14 +105,15 @@ class ProbeReport:
 
     # the lesson
     def verdict_sentence(self, name: str) -> str:
-        """What the probes found for a task decided in its band, in words (no label; ``sentences`` adds it)."""
+        """What the probes found for a task decided in its band, in plain words with its numbers (no label;
+        ``sentences`` adds it): where it is read better or worse than in its predicted blocks."""
         b = self.tasks[name].band
         v, regimes = self.decided[name]
         tr = self.band(name)
         if v.label == "confirmed":
             return (
-                f"read best in {BLOCKS[b]} ({tr[b]:.2f}), more clearly than in the untrained model, and better than "
-                "its control task"
+                f"read best there ({tr[b]:.2f}), more clearly than in the untrained model, and better than its "
+                "control task"
             )
         above: list[str] = []
         below: list[str] = []
@@ -109,84 +123,95 @@ class ProbeReport:
             if r is not None:
                 where = f"{BLOCKS[other]} ({tr[other]:.2f})"
                 {"confirmed": above, "not reproduced": below}.get(r.label, unclear).append(where)
-        parts = [f"accuracy {tr[b]:.2f} in {BLOCKS[b]}"]
+        parts = []
         if above:
-            parts.append(f"above {' and '.join(above)} as predicted")
+            parts.append(f"read better there ({tr[b]:.2f}) than in {' and '.join(above)}")
         if below:
-            parts.append(f"{'but ' if above else ''}below {' and '.join(below)}")
+            parts.append(f"{'but ' if above else f'read at {tr[b]:.2f} there, '}lower than in {' and '.join(below)}")
         if unclear:
-            parts.append(f"not clearly above {' and '.join(unclear)}")
-        training = [k for k, r in regimes.items() if k.startswith("training") and r.label != "confirmed"]
-        favoured = [k.rsplit(" over ", 1)[1] for k in training if regimes[k].label == "not reproduced"]
-        if favoured:
-            parts.append(f"and training favoured {' and '.join(BLOCKS[o] for o in favoured)}")
-        elif training:
-            parts.append("and not clearly more than in the untrained model")
-        control = regimes.get("above its control")
-        if control is not None and control.label != "confirmed":
-            parts.append("not clearly above its control task")
+            at = "" if parts else f" ({tr[b]:.2f})"
+            parts.append(f"{'and ' if parts else ''}not clearly better there{at} than in {' and '.join(unclear)}")
+        if not parts:
+            training = [k for k, r in regimes.items() if k.startswith("training") and r.label != "confirmed"]
+            control = regimes.get("above its control")
+            if training:
+                parts.append(f"read best there ({tr[b]:.2f}), but not clearly more than in the untrained model")
+            elif control is not None and control.label != "confirmed":
+                parts.append(f"read best there ({tr[b]:.2f}), but not clearly better than its control task")
         return ", ".join(parts)
 
     def sentences(self) -> Markdown:
-        """The lesson's verdicts, one sentence per claim, each label linked to its evidence section; the tasks
-        of a band whose calibration failed share one sentence."""
+        """The lesson's verdicts, one sentence per claim: its label (a glossary link where the glossary defines
+        it) and a link to its evidence section; the tasks of a band whose calibration failed share one
+        sentence."""
         lines = []
         untestable: dict[str, list] = {}
         for t in self.claim_tasks:
             if self.decided[t.name][0].label == "not testable":
                 untestable.setdefault(t.band, []).append(t)
         for band, tasks in untestable.items():
-            named = [f"**{t.name}** ({{ref}}`not testable <{ANCHORS[t.name]}>`)" for t in tasks]
-            named[0] = "**" + _cap(named[0][2:])
+            named = [f"**{_cap(t.name) if i == 0 else t.name}** ({_evidence(t.name)})" for i, t in enumerate(tasks)]
             cal = self.rule.CALIBRATIONS.get(band, "")
-            c = self.band(cal) if cal else {}
-            said = f"- {_and(named)}, {'all ' if len(tasks) > 1 else ''}predicted for {BLOCKS[band]}: the check "
-            said += f"that must find {CALIBRATION_WORDS.get(cal, cal)} there failed"
-            if c:
-                top = max((o for o in c if o != band), key=lambda o: c[o])
-                said += f" (it is read about as well in {BLOCKS[top]}: {c[top]:.2f} against {c[band]:.2f})"
-            lines.append(said + f", so the probes cannot place anything in {BLOCKS[band]}.")
+            said = f"- {_and(named)}, predicted for {BLOCKS[band]}, {'are' if len(tasks) > 1 else 'is'} "
+            said += f"{label_md('not testable')}: the probes could not place even {CALIBRATION_WORDS.get(cal, cal)}, "
+            lines.append(said + f"a known answer, there, so they cannot place anything in {BLOCKS[band]}.")
         for t in self.claim_tasks:
             v = self.decided[t.name][0]
             if v.label == "not testable":
                 continue
             lines.append(
-                f"- **{_cap(t.name)}**, predicted for {BLOCKS[t.band]}, {{ref}}`{v.label} <{ANCHORS[t.name]}>`: "
-                f"{self.verdict_sentence(t.name)}."
+                f"- **{_cap(t.name)}** ({_evidence(t.name)}), predicted for {BLOCKS[t.band]}, is "
+                f"{label_md(v.label)}: {self.verdict_sentence(t.name)}."
             )
         return Markdown("\n".join(lines))
 
+    def against_words(self, name: str) -> str:
+        """How a task went against the prediction, in a phrase: read better in other blocks, or not made by
+        training, or not above its control."""
+        b = self.tasks[name].band
+        v, regimes = self.decided[name]
+        lower = [o for o in BLOCKS if getattr(regimes.get(f"{b} over {o}"), "label", "") == "not reproduced"]
+        if lower:
+            return f"read better in {' and '.join(BLOCKS[o] for o in lower)} than in its predicted {BLOCKS[b]}"
+        if any(k.startswith("training") and r.label == "not reproduced" for k, r in regimes.items()):
+            return "put in its predicted blocks less by training than by the architecture"
+        return "read no better than its control task"
+
     def overall_sentence(self) -> str:
-        """The source's whole claim, in one sentence: its label and how the tasks fell."""
-        groups: dict[str, list[str]] = {"held": [], "against": [], "undecided": [], "untestable": []}
+        """The source's whole claim, in one sentence: its label and how the tasks fell, grouped as the rule
+        (``decide_claim``) groups them."""
+        held, against, undecided, untestable = [], [], [], []
         for t in self.claim_tasks:
             v, regimes = self.decided[t.name]
             if v.label == "confirmed":
-                groups["held"].append(t.name)
+                held.append(t.name)
             elif v.label == "not testable":
-                groups["untestable"].append(t.name)
+                untestable.append(t.name)
             elif v.label == "not reproduced" or any(r.label == "not reproduced" for r in regimes.values()):
-                groups["against"].append(t.name)
+                against.append(t.name)
             else:
-                groups["undecided"].append(t.name)
-        words = {  # (one, several)
-            "held": ("sits where the source says", "sit where the source says"),
-            "against": ("went against it", "went against it"),
-            "undecided": ("is undecided", "are undecided"),
-            "untestable": ("could not be tested", "could not be tested"),
-        }
-        parts = [f"{_count(len(ks))} {words[k][len(ks) > 1]} ({', '.join(ks)})" for k, ks in groups.items() if ks]
+                undecided.append(t.name)
+        n = len(self.claim_tasks)
+        head = (
+            f"{_and(held)} sat where the source says"
+            if held
+            else f"none of the {_count(n)} tasks sat where the source says"
+        )
+        parts = [f"{k} was {self.against_words(k)}" for k in against]
+        if undecided:
+            parts.append(f"{_and(undecided)} {'was' if len(undecided) == 1 else 'were'} undecided")
+        if untestable:
+            parts.append(f"{_count(len(untestable))} could not be tested")
         return (
-            f"Taken together, the source's division of labour is {{ref}}`{self.overall.label} "
-            f"<{ANCHORS['the claim']}>` in this model: of its {_count(len(self.claim_tasks))} tasks, {_and(parts)}."
+            f"Taken together, the source's division of labour is {label_md(self.overall.label)} in this model "
+            f"({{ref}}`evidence <{ANCHORS['the claim']}>`): {head}" + (f"; {_and(parts)}." if parts else ".")
         )
 
     def found_sentence(self) -> str:
         """The probes' verdict for "What we found", with the number that weighs most against (or for) it."""
         o = self.overall
-        said = (
-            "The source's claim that blocks specialise in order (syntax first, meaning last) is "
-            f"{{doc}}`{o.label} <checking>`"
+        said = "The source's claim that blocks specialise in order (syntax first, meaning last) is " + (
+            label_md(o.label) if o.label in GLOSSED else f"{{doc}}`{o.label} <checking>`"
         )
         against = [
             t
@@ -357,10 +382,7 @@ def claim_rows(report: ProbeReport) -> list[Claim]:
         rows.append(
             Claim(
                 CLAIMS.get(t.name, f"The {t.band} blocks carry {t.name}."),
-                "accuracy early / middle / late: "
-                + " / ".join(f"{x:.2f}" for x in b.values())
-                + f"; in the {t.band} band, untrained {report.band(t.name, 'untrained')[t.band]:.2f}, control "
-                f"{report.band(t.name, 'trained', 'control')[t.band]:.2f}",
+                "accuracy early / middle / late: " + " / ".join(f"{x:.2f}" for x in b.values()),
                 v,
                 "linear probes, trained model against the untrained one and a control task, "
                 f"{r.PROBE_SEEDS} fresh probe seeds",
