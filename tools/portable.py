@@ -124,8 +124,8 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "03_prenorm_postnorm": {
         "exact": (
-            "amp_g48 amp_words amp_x48 budget_words early_words g_post_over_pre mean_lr_cut post_grad_jump "
-            "pre_act_growth pre_warmup_words stable_words unigram warmup_words x_post_over_pre tr_* r2_*"
+            "amp_g48 amp_x48 budget_words early_words g_post_over_pre mean_lr_cut post_grad_jump pre_act_growth "
+            "stable_words unigram warmup_words x_post_over_pre tr_* r2_*"
         ),
         # |RMS - 1| after the last LayerNorm: ε's effect at float32's resolution
         "rounding": "post_act_dev",
