@@ -19,6 +19,7 @@ from ..lesson import evidence_claims as _evidence_claims
 from ..lesson import found as _found
 from ..notebook import EXPLORED, Claim, ClaimsTable
 from .ch3_evidence import *  # noqa: F401,F403  (the evidence page's functions, as page.<name>)
+from .ch3_evidence import label_term
 from .ch3_runs import (  # noqa: F401 - the pages call them as page.<name>
     DEPTH,
     INITS,
@@ -55,8 +56,6 @@ def warmup_found() -> str:
     r2 = round2()
     label = r2.ev.verdict.label
     big = r2.biggest()
-    cold = r2.cold(big)
-    stuck = len(cold) - r2.ended_below(cold)
     lr, steps = big.decision.arm["lr"], big.decision.arm["budget"]
     said = {
         "confirmed": "Post-norm does need a learning-rate {term}`warmup` here",
@@ -64,9 +63,8 @@ def warmup_found() -> str:
         "qualified": "Post-norm needs a learning-rate {term}`warmup` in some of our settings, not in others",
     }.get(label, "Whether post-norm needs a learning-rate {term}`warmup` is not settled by our runs")
     return (
-        f"{said}: trained for {steps:,} steps at a peak learning rate of {lr:g}, it ended "
-        f"{big.verdict.interval.mean:.2f} {{term}}`nats` higher without warmup than with it, and {stuck} of "
-        f"{len(cold)} runs without warmup were still stuck on the {{term}}`plateau` at the end."
+        f"{said}: after {steps:,} steps at a peak learning rate of {lr:g}, it ended "
+        f"{big.verdict.interval.mean:.2f} {{term}}`nats` higher without warmup than with it."
     )
 
 
@@ -81,7 +79,7 @@ def early_found() -> str:
     pre = first_last(at_init()["GPT-2 init"]["pre"])
     return (
         f"{head}: at initialisation, post-norm's first block gets {ratio:.2f} times the weight gradient of its last "
-        f"block, against {pre:.2f} for pre-norm (GPT-2's initialisation)."
+        f"block, pre-norm's {pre:.2f}."
     )
 
 
@@ -89,8 +87,9 @@ def pre_found() -> str:
     e = exploration()
     bad, n = e.bad("pre"), len(e.of("pre"))
     return (
-        f"Pre-norm trained without trouble in every setting we tried ({bad} of {n} runs got stuck or diverged, against "
-        f"{e.bad('post')} of {len(e.of('post'))} for post-norm), " + _pre_warmup_clause() + "."
+        f"Pre-norm trained without trouble in every setting we tried ({bad} of {n} runs got stuck or diverged), "
+        + _pre_warmup_clause()
+        + "."
     )
 
 
@@ -100,35 +99,32 @@ def _pre_gain():
 
 
 def _pre_warmup_clause() -> str:
-    """Whether pre-norm can do without warmup, as a short clause for "What we found"."""
+    """Whether pre-norm can do without warmup, as a short clause for "What we found" (the same reading as
+    ``pre_warmup_said``: both follow the claim's label)."""
+    label = pre_overall()[0].label
+    unsettled = "but whether it can do without warmup our runs do not settle"
     return {
         "confirmed": "and it ended within 0.05 nats with and without warmup in every setting tested",
         "not reproduced": "but warmup helped it too",
         "qualified": "but it did without warmup in some settings only",
-    }.get(pre_overall()[0].label, "but whether it can always do without warmup our runs do not settle")
+        verdict.MACHINE: f"{unsettled}: the test reads differently on the two machines that ran it",
+    }.get(label, f"{unsettled}: the difference is too close to the noise")
 
 
 # --- sentences the lesson glues ------------------------------------------------------------------------------
 def early_words(measured: dict) -> str:
     """Where the larger weight gradients are at initialisation, and the source's claim's verdict."""
-    g, x = measured["GPT-2 init"], measured["Xavier init"]
-    v = verdict.combine(early_explode(measured))
-    numbers = (
-        f"The first block's MLP weight gradient over the last block's is {first_last(g['post']):.2f} for post-norm "
-        f"and {first_last(g['pre']):.2f} for pre-norm with GPT-2's initialisation, {first_last(x['post']):.2f} and "
-        f"{first_last(x['pre']):.2f} with Xavier's."
-    )
-    said = {
-        "not reproduced": "Post-norm's early layers get no larger gradients than pre-norm's, in either initialisation: "
-        "the source's explosion in the early layers is not reproduced.",
+    v = verdict.combine(early_explode(measured))  # the chapter's two initialisations, GPT-2's and Xavier's
+    return {
+        "not reproduced": "Post-norm's early layers get no larger gradients than pre-norm's, in either "
+        "initialisation: the source's explosion is not reproduced.",
         "confirmed": "Post-norm's early layers get the larger gradients in both initialisations: the source's "
-        "explosion in the early layers is confirmed.",
-    }.get(v.label, f"The two initialisations disagree: the source's explosion in the early layers is {v.label}.")
-    return f"{numbers} {said}"
+        "explosion is confirmed.",
+    }.get(v.label, f"The two initialisations disagree: the source's explosion is {v.label}.")
 
 
-def amp_words(rows) -> str:
-    """The amplification's verdict per initialisation, in words (seeds, depths)."""
+def amp_said(rows) -> Markdown:
+    """The amplification's verdict per initialisation, in words (seeds, depths), its label linked."""
     amp_verdict, amp_each = amplification(rows)
     word = {"confirmed": "clear", "not reproduced": "reversed", "inconclusive": "too uncertain to call"}
 
@@ -137,9 +133,13 @@ def amp_words(rows) -> str:
         return f"{w6} at 6 and 48 blocks" if w6 == w48 else f"{w6} at 6 blocks, {w48} at 48"
 
     n = len([r for r in rows if r["variant"] == "post-norm, Xavier" and r["depth"] == 48])
-    return (
-        f"Over {n} seeds the amplification is {said('Xavier')} in Liu et al.'s Xavier setting, and {said('GPT-2')} "
-        f"in ANDREA's GPT-2 setting: the claim that post-norm amplifies updates is {amp_verdict.label} as stated."
+    claim = f"the claim that post-norm amplifies updates is {label_term(amp_verdict.label)}"
+    holds = [k for k, v in amp_each.items() if v.label == "confirmed"]
+    if amp_verdict.label == "qualified" and holds:
+        return Markdown(f"Over {n} seeds {claim}: it holds only for {' and '.join(holds)}.")
+    return Markdown(
+        f"Over {n} seeds the amplification is {said('Xavier')} with Xavier's initialisation and {said('GPT-2')} "
+        f"with GPT-2's: {claim}."
     )
 
 
@@ -181,20 +181,14 @@ def budget_words() -> str:
     """What the shorter budget showed: a short run can hide warmup's effect."""
     r2 = round2()
     short = min(r2.budgets)
-    parts = []
-    for f in r2.deciding():
-        a = f.decision.arm
-        if a["budget"] != short:
-            continue
-        if f.verdict.label == "not testable":
-            warm = r2.warm(f)
-            parts.append(
-                f"at {a['lr']:g} even the warmed runs were mostly still on the plateau ({r2.ended_below(warm)} of "
-                f"{len(warm)} had left it), so that setting could not show anything"
-            )
-        else:
-            parts.append(f"at {a['lr']:g} warmup's gain was {f.verdict.interval.mean:+.2f} nats ({f.verdict.label})")
-    return f"Over only {short} steps, " + "; ".join(parts) + ": a short run can hide what warmup does."
+    hidden = [f for f in r2.untestable() if f.decision.arm["budget"] == short]
+    if not hidden:
+        return f"Over only {short} steps the test could decide at every learning rate tried."
+    lrs = " and ".join(f"{f.decision.arm['lr']:g}" for f in hidden)
+    return (
+        f"Over only {short} steps, at {lrs}, even the warmed runs mostly stayed on the plateau: a short run can hide "
+        "what warmup does."
+    )
 
 
 def warmup_settings() -> dict:
@@ -209,8 +203,9 @@ def warmup_settings() -> dict:
     }
 
 
-def pre_warmup_words() -> str:
-    """Whether pre-norm needs no warmup, in one plain sentence (the answer to the lesson's question)."""
+def pre_warmup_said() -> Markdown:
+    """Whether pre-norm needs no warmup, in one plain sentence (the answer to the lesson's question), read from
+    the claim's label as "What we found" reads it, the label linked to the glossary."""
     label = pre_overall()[0].label
     f = _pre_gain()
     a = f.decision.arm
@@ -218,15 +213,22 @@ def pre_warmup_words() -> str:
     where = f"at {init} initialisation and a peak learning rate of {a['lr']:g}"
     gain = f"by {f.verdict.interval.mean:.2f} nats after {a['budget']:,} steps"
     if label == "confirmed":
-        return "Yes: it ended within 0.05 nats with and without warmup in every setting tested."
-    if label == "not reproduced":
-        return f"No: {where}, warmup lowered pre-norm's final loss {gain}."
-    if label == "qualified":
-        return f"Only in some settings: {where}, warmup lowered pre-norm's final loss {gain}."
-    return (
-        f"Our runs do not settle it: {where}, warmup lowered pre-norm's final loss too, {gain}, a gain too close "
-        "to the noise to be sure of."
-    )
+        said = "Yes: it ended within 0.05 nats with and without warmup in every setting tested."
+    elif label == "not reproduced":
+        said = f"No: {where}, warmup lowered pre-norm's final loss {gain}."
+    elif label == "qualified":
+        said = f"Only in some settings ({label_term(label)}): {where}, warmup lowered pre-norm's final loss {gain}."
+    elif label == verdict.MACHINE:
+        said = (
+            f"Our runs do not settle it: where warmup helped pre-norm most, it lowered its final loss {gain}, but "
+            f"the test reads that gain differently on the two machines that ran it ({label_term(label)})."
+        )
+    else:
+        said = (
+            f"Our runs do not settle it: {where}, warmup lowered pre-norm's final loss {gain}, a gain too close to "
+            f"the noise to be sure of ({label_term(label)})."
+        )
+    return Markdown(said + " ({ref}`evidence <ev-ch3-pre-warmup>`)")
 
 
 # --- figures -------------------------------------------------------------------------------------------------
@@ -261,6 +263,7 @@ def init_figure(measured: dict, device: str):
 
 def amp_figure(rows, device: str):
     """The relative output change after one small Adam step, against depth, for the four arms."""
+    arms = list(dict.fromkeys(r["variant"] for r in rows))
     fig = plots.seeds_figure(
         rows,
         x="depth",
@@ -270,6 +273,10 @@ def amp_figure(rows, device: str):
         xlabel="number of blocks",
         ylabel="‖F(θ+δ) − F(θ)‖ / ‖F(θ)‖",
         title="How far one small Adam step moves the output",
+        # the wiring by colour (pre-norm blue, post-norm orange: the chapter's pair, colour-blind safe), the
+        # initialisation by line style (GPT-2's dashed): no two arms share a colour and a style
+        colors={a: plots.PALETTE[0 if a.startswith("pre") else 1] for a in arms},
+        styles={a: "--" for a in arms if a.endswith("GPT-2")},
     )
     fig.axes[0].set_yscale("log")
     plots.provenance(fig, device, None, "seeds 0-2")
@@ -339,9 +346,11 @@ def _claims(detailed: bool) -> list[Claim]:
         pre_measured += f", on fresh seeds: {pre_ctl.verdict.label} at {pre1_at}; at {pre2_at} " + " and ".join(
             f"{f.verdict.label} ({f.decision.arm['budget']} steps)" for f in pre2
         )
-    else:
-        warmup_measured += f", {len(r2.seeds)} fresh seeds"
-        pre_measured += f", at {pre1_at} and at {pre2_at}, fresh seeds"
+    else:  # the lesson's short phrases
+        warmup_measured = (
+            f"post-norm's final loss with and without warmup, {_init(arms[0])} init, {len(r2.seeds)} fresh seeds"
+        )
+        pre_measured = f"pre-norm's final loss with and without warmup, {1 + len(pre2)} settings, fresh seeds"
     return [
         Claim(
             "Post-norm (the 2017 original) puts LN after the residual addition: the stream itself is normalised "

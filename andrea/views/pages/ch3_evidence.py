@@ -32,6 +32,7 @@ from .ch3_runs import (
 )
 
 __all__ = [
+    "label_term",
     "wirings_words",
     "init_table",
     "init_words",
@@ -43,6 +44,16 @@ __all__ = [
     "stability_evidence",
     "plateau_diagnosis",
 ]
+
+
+# A label a student would not know, linked to its glossary entry where it is named in a sentence ("qualified"
+# is in /work/wt/glossary-ch13.md until the lead merges it into book/glossary.md).
+GLOSSED = ("inconclusive", "not testable", "qualified", verdict.MACHINE)
+
+
+def label_term(label: str) -> str:
+    """A verdict label as MyST: a glossary link where the glossary defines it, else in bold."""
+    return f"{{term}}`{label}`" if label in GLOSSED else f"**{label}**"
 
 
 # --- at initialisation -----------------------------------------------------------------------------------------
@@ -101,7 +112,7 @@ def init_words() -> Markdown:
         "The source's claim predicts that post-norm's early blocks get larger gradients, relative to its last "
         "block, than pre-norm's. The statistic is the logarithm of post-norm's first/last ratio over pre-norm's, "
         "one exact value per initialisation, predicted positive; the two initialisations are combined by the "
-        f"book's rule (every regime). The claim is **{v.label}**: {v.reason}.",
+        f"book's rule (every regime). The claim is {label_term(v.label)}: {v.reason}.",
         "Xiong et al.'s own measurement puts the large gradients near the output, not in the early layers. With "
         "Xavier's initialisation post-norm's last block gets the larger gradient (the table's fourth column "
         "above 1), with GPT-2's depth-scaled initialisation the smaller one. Their setting is re-measured in "
@@ -135,7 +146,7 @@ def amp_words_evidence(rows) -> Markdown:
         f"correction across the {len(each)} regimes.",
         f"At 48 blocks post-norm's output moves {amp_ratio(rows, 'Xavier'):.2f} times as much as pre-norm's with "
         f"Xavier's initialisation and {amp_ratio(rows, 'GPT-2'):.2f} times as much with GPT-2's. The claim, as "
-        f"stated for every setting, is **{claim.label}**: {claim.reason}. These are the chapter's own "
+        f"stated for every setting, is {label_term(claim.label)}: {claim.reason}. These are the chapter's own "
         "measurements, not one of its claims-table rows; DeepNorm and Admin are compared in the appendix "
         "({ref}`app-admin`).",
     )
@@ -212,9 +223,9 @@ def exploration_words() -> Markdown:
         f"{e.best('pre'):.3f} nats per byte, the best post-norm one at {e.best('post'):.3f}; "
         f"{sum(r['diverged'] for r in e.runs)} runs diverged.",
         "Read setting by setting with the book's rule, as an exploration and not as a verdict: post-norm's gain "
-        f"from warmup is {post_v.label} ({post_v.reason}); pre-norm the same with and without warmup within "
-        f"±{EQUIVALENCE_MARGIN} nats is {pre_v.label} ({pre_v.reason}). These readings chose where the declared "
-        "tests below look; they decide nothing themselves.",
+        f"from warmup is {label_term(post_v.label)} ({post_v.reason}); pre-norm the same with and without warmup "
+        f"within ±{EQUIVALENCE_MARGIN} nats is {label_term(pre_v.label)} ({pre_v.reason}). These readings chose "
+        "where the declared tests below look; they decide nothing themselves.",
     )
 
 

@@ -13,10 +13,12 @@ import re
 from ...evidence import evaluation, verdict
 from ..lesson import GridEvidence, Markdown, paragraphs
 from ..notebook import Table, machines_said, table
+from .ch3_evidence import label_term
 from .ch3_runs import exploration, holm_family, pre_overall, round1, round2
 
 __all__ = [
     "fold",
+    "warmup_rounds",
     "holm_words",
     "round1_rule",
     "round1_figure",
@@ -65,6 +67,22 @@ class Fold(GridEvidence):
 def fold(name: str) -> Fold:
     """The declared rule, calibrations, controls, both machines' readings and Holm for stored grid ``name``."""
     return Fold(evaluation.evidence(name))
+
+
+# --- the two rounds, the deciding one first ---------------------------------------------------------------------
+def warmup_rounds() -> Markdown:
+    """The warmup section's opening: which round decides the claim (its label is the claims table's) and why
+    the other one is still shown."""
+    r1, r2 = round1(), round2()
+    r1_steps = sorted({r["train"]["steps"] for rs in r1.warmed().values() for r in rs})
+    return paragraphs(
+        'The claim "post-norm trains poorly without warmup" was tested twice, each time by a rule written down '
+        "before its runs and decided on seeds the exploration never used. Round 2, with budgets up to "
+        f"{max(r2.budgets):,} steps, decides it: the claims table's label, {label_term(r2.ev.verdict.label)}, is "
+        f"round 2's, and its evidence comes first below. Round 1 ({' and '.join(map(str, r1_steps))} steps only) "
+        f"came out {label_term(r1.ev.verdict.label)} and raised a question about its own budget, which round 2 "
+        "answers; it follows, as it came out."
+    )
 
 
 # --- round 1 ---------------------------------------------------------------------------------------------------
@@ -168,7 +186,7 @@ def round1_outcome() -> Markdown:
         + " ".join(_budget_said(lr, rs) for lr, rs in r1.warmed().items())
         + " A run that leaves the plateau and then stalls, or leaves it with few steps left before the cosine "
         "schedule ends, shows little of what warmup does, so a short budget can hide an effect. That is the "
-        "question the second round asks.",
+        "question round 2, above, answers.",
     )
 
 
@@ -177,11 +195,12 @@ def round2_why() -> Markdown:
     r2 = round2()
     return paragraphs(
         "Running a second round after seeing the first is how one fools oneself, if the second round replaces "
-        "the first until the answer pleases. Here round 1 stays as it came out, and round 2 answers a different "
-        "question that round 1 raised about its own test, not about its answer: was the budget long enough for "
-        "warmup to show? Round 2's rule and seeds were fixed before its runs. It also repeats round 1's 400-step "
-        "setting on new seeds; by itself such a repeat could be a second draw that happened to pass, so what "
-        "carries round 2's answer is the setting round 1 never tried, a budget four times longer.",
+        "the first until the answer pleases. Here round 1 (400 steps, below) stays as it came out, and round 2 "
+        "answers a different question that round 1 raised about its own test, not about its answer: was the "
+        "budget long enough for warmup to show? Round 2's rule and seeds were fixed before its runs. It also "
+        "repeats round 1's 400-step setting on new seeds; by itself such a repeat could be a second draw that "
+        "happened to pass, so what carries round 2's answer is the setting round 1 never tried, a budget four "
+        "times longer.",
         f"Round 2 trains for {' and '.join(str(b) for b in r2.budgets)} steps, with the warmup {r2.share:.0%} of "
         f"each schedule (round 1's proportion), on {len(r2.seeds)} new seeds. Its calibration asks that every "
         "warmed-up post-norm run *end* clear of the plateau: a final validation loss at least 0.1 nats under it, "
@@ -350,7 +369,7 @@ def pre_warmup_evidence() -> Markdown:
         f"The claim is decided on the {1 + len(pre2)} settings together: each setting's label as its own round "
         "decided it (no second correction), combined by the rule that the claim must hold in every setting, as "
         "{doc}`../checking` describes, on each machine's readings. "
-        f'"Pre-norm needs no warmup" is labelled **{agreed.label}**'
+        f'"Pre-norm needs no warmup" is labelled {label_term(agreed.label)}'
         + (
             f" ({here.label} on this machine's runs, {there.label} on the emulated second CPU's)"
             if agreed.label == verdict.MACHINE
