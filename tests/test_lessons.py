@@ -301,11 +301,12 @@ def test_glossary_terms_are_linked_at_first_use(path):
 
 
 # --- the reader's minutes ---------------------------------------------------------------------------------
-# Issue 47's method (tools/reading_time.py): narrative words / 150 + 1 minute a figure + 2 an explorer, 1.5 a
-# training panel, 3 the attention viewer, with the folds closed. The counter reads 0 to 1.1 minutes under the
-# human reader's round-1 numbers on every page, so the bound is the 20-minute limit less that margin.
+# Issue 47's method (tools/reading_time.py): narrative words / 150 + 1 minute a figure (plots and drawn diagrams)
+# + 2 an explorer, 1.5 a training panel, 3 the attention viewer, with the folds closed. Calibrated against the
+# student reader's own counts (round 2: ten pages): the counter read 0.0 to 0.6 minutes under the reader on every
+# page, so the bound is the 20-minute limit less that margin.
 
-READING_BOUND = 19.0
+READING_BOUND = 19.4
 READ_PAGES = [*CHAPTERS, BOOK / "attention.md", BOOK / "checking.md"]
 
 
@@ -339,5 +340,5 @@ def test_a_lesson_reads_in_twenty_minutes(path):
     r = _reading().reading(page)
     assert r.minutes <= READING_BOUND, (
         f"{page.name} takes {r.minutes:.1f} reading minutes ({r.words} words / 150, {r.figures} figures, "
-        f"{r.interactive}); the bound is {READING_BOUND} (20 less the counter's margin): cut it"
+        f"{r.interactive}); the bound is {READING_BOUND} (20 less the counter's margin against the reader): cut it"
     )

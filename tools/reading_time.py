@@ -8,7 +8,8 @@ panel 1.5, the attention viewer 3).
   the sentences and tables the chapters compute at build time (they are cell outputs). Left out:
   code (a reader skims it), plain-text code output, closed folds (`<details>`), hidden cells,
   exercise solutions, the margin provenance lines.
-- A figure: an `<img>` in the article (a measured plot or a diagram).
+- A figure: an `<img>` in the article (a measured plot), or a drawn diagram (`andrea-diagram`).
+- A formula: inline maths counts as one word; displayed maths is looked at like code, not counted.
 - Interactive elements are found by their classes (`andrea-explorer`, `andrea-train`,
   `andrea-attention`).
 
@@ -75,11 +76,13 @@ class Narrative(HTMLParser):
             for name in INTERACTIVE_MINUTES:
                 if name in cls.split():
                     self.interactive[name] += 1
-            if tag == "img":
+            if tag == "img" or "andrea-diagram" in cls.split():
                 self.figures += 1
+            if tag == "span" and "math" in cls.split():  # inline maths: one word, its source not read
+                self.words += 1
         if tag in VOID:
             return
-        skip = tag in SKIP_TAGS or any(c in cls for c in SKIP_CLASS)
+        skip = tag in SKIP_TAGS or any(c in cls for c in SKIP_CLASS) or "math" in cls.split()
         self.stack.append((tag, skip, is_article))
         self.skip += skip
         self.article += is_article
