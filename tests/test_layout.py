@@ -3,6 +3,7 @@
 - no table cell whose text runs out of the cell (over its neighbour);
 - on a phone, no word broken mid-word in prose or a table;
 - a table wider than its column says that it scrolls;
+- a displayed formula wider than its column is never clipped: it scrolls in its box, which says so;
 - no plotted area (an explorer's panel, a training chart, a figure) narrower than 200 px;
 - no text under 10 px as shown: the page's own text, and the text inside the explorers' and the
   training panels' charts (figures drawn as PNG are checked from their audit in tests/test_site.py).
@@ -27,7 +28,7 @@ AUDIT = r"""
   const main = document.querySelector('main') || document.body;
   const shown = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   const name = e => (e.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 50);
-  const out = {cells: [], words: [], scroll: [], plots: [], text: []};
+  const out = {cells: [], words: [], scroll: [], maths: [], plots: [], text: []};
   const skip = 'pre, code, mjx-container, .MathJax, .highlight, script, style, svg, button, select, input';
 
   // 1. table cells whose content runs out of the cell
@@ -68,6 +69,23 @@ AUDIT = r"""
     const hint = box.classList.contains('andrea-scrolls') &&
       [...box.parentElement.querySelectorAll('.andrea-scroll-hint')].some(h => shown(h));
     if (!hint) out.scroll.push(`${name(box.querySelector('table'))} (${box.scrollWidth} px in ${box.clientWidth})`);
+  }
+
+  // 3b. displayed formulas (MathJax) wider than their column: cut off unless the formula scrolls in a
+  // box (itself or an ancestor) that is shaded and has a visible hint line above it
+  const col = main.getBoundingClientRect();
+  for (const m of main.querySelectorAll('mjx-container[display="true"]')) {
+    if (!shown(m)) continue;
+    let box = null;
+    for (let e = m; e && e !== main; e = e.parentElement)
+      if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX)) { box = e; break; }
+    const inner = m.firstElementChild ? m.firstElementChild.getBoundingClientRect().width : 0;
+    const width = Math.max(m.scrollWidth, inner), seen = box ? box.clientWidth : m.getBoundingClientRect().width;
+    const off = m.getBoundingClientRect().right > Math.max(col.right, window.innerWidth) + 1;
+    if (width <= seen + 1 && !off) continue;
+    const hinted = box && box.scrollWidth > box.clientWidth + 1 && box.classList.contains('andrea-scrolls') &&
+      [...box.parentElement.querySelectorAll('.andrea-scroll-hint')].some(h => shown(h));
+    if (!hinted) out.maths.push(`${name(m)} (${Math.round(width)} px in ${Math.round(seen)})`);
   }
 
   // 4. plotted areas: the explorers' panels (Vega), the training charts, the figures
@@ -163,6 +181,12 @@ def test_no_word_is_broken_mid_word_on_a_phone(audits):
 def test_a_table_wider_than_the_column_says_it_scrolls(audits, width):
     bad = _found(audits, width, "scroll")
     assert bad == [], f"tables that scroll sideways without saying so at {width} px: {bad[:20]}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_formula_wider_than_the_column_scrolls_and_says_so(audits, width):
+    bad = _found(audits, width, "maths")
+    assert bad == [], f"displayed formulas cut at the right edge (no hinted scroll) at {width} px: {bad[:20]}"
 
 
 @pytest.mark.parametrize("width", WIDTHS)

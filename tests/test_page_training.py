@@ -17,6 +17,7 @@ which andrea never decays).
 from __future__ import annotations
 
 import base64
+import re
 import sys
 from dataclasses import replace
 
@@ -281,6 +282,14 @@ def test_the_panel_trains_both_runs_and_stops_and_resets(page):
         d = pg.get_attribute(f"path.andrea-train-curve[data-run={run}]", "d")
         assert d is not None and d.count("L") == 3
     assert pg.locator(".andrea-train-lambda path").count() == 1  # B has LayerScale: its |λ| per block
+    # its log axis: at least three labels, in the explorers' one format (1e-7 ... 1), and B's λ₀ dotted
+    labels = pg.evaluate(
+        """() => [...document.querySelectorAll('.andrea-train-lambda text[text-anchor=end]')]
+             .map(t => t.textContent).filter(t => !t.startsWith('λ'))"""
+    )
+    assert len(labels) >= 3 and all(re.fullmatch(r"[125](e-?\d+)?", t) for t in labels), labels
+    assert pg.locator(".andrea-train-lambda .andrea-train-lambda0").count() == 1
+    assert "at the latest step" in pg.text_content(".andrea-train-lambdanote")
     assert pg.locator(".andrea-train-chart .andrea-train-unigram").count() == 1  # named in the legend below
     assert "unigram level" in pg.text_content(".andrea-train-legend")
     pg.click(".andrea-train-reset")

@@ -190,7 +190,7 @@ def test_static_explorer_controls_change_the_plotted_data(browser, server):
         s3 = _explorer_state(pg, el_id)
         assert s3["lines"] != s2["lines"]
         assert f"{expected[('off', 8, 'post')]:.3g}" in s3["text"]
-        assert "shipped PyTorch measurement" in pg.inner_text(f"#{el_id} .andrea-explorer-provenance")
+        assert "measured in PyTorch when the book was built" in pg.inner_text(f"#{el_id} .andrea-explorer-provenance")
 
         # the residual switch and norm "none" (chapter 1 and lab 1 ask for both); a vanished
         # gradient reads as its status, not a number

@@ -189,20 +189,23 @@
         el.setAttribute("data-state", state);
         el.setAttribute("data-setting", key(s));
         prov.textContent = text;
+        // where the numbers come from, for a maintainer: on hover, never in the reader's line
+        prov.title = s.width === 128
+          ? "The shipped grid: andrea/results, computed by `make experiments` (width 128, seed 0); see the evidence pages."
+          : "Measured by andrea.measure.probe when the book was built (width " + s.width + ", seed 0).";
       }
 
       function provenance(s) {
         var cur = liveInfo[key(s)], ref = liveInfo[key(reference(s))];
         // a curve not computed in the page is the shipped grid's (width 128) or, at the width a chapter
         // opens at, measured with PyTorch when the page was built
-        var shipped = s.width === 128 ? "the shipped PyTorch measurement (make experiments, width 128, seed 0)"
-          : "the PyTorch measurement made when this page was built (width " + s.width + ", seed 0)";
+        var shipped = "measured in PyTorch when the book was built (width " + s.width + ", seed 0)";
         if (!cur && !ref) return "Shown: " + shipped + ".";
         var info = cur || ref;
         var text = "Shown: " + (cur ? "this setting" : "the reference") + " computed in this page by " + describeBackend(info) +
           ", one forward and backward pass in " + Math.round(info.ms) + " ms";
         if (cur && ref && cur !== ref) text += " (the reference too, in " + Math.round(ref.ms) + " ms)";
-        else if (s.layerscale !== null || s.norm !== "pre" || !s.residual) text += "; " + (cur ? "the reference is " : "this setting is ") + shipped;
+        else if (s.layerscale !== null || s.norm !== "pre" || !s.residual) text += "; " + (cur ? "the reference was " : "this setting was ") + shipped;
         return text + ". The page draws its own seeded initialisation, so seed " + s.seed +
           " here is a different draw from torch's seed " + s.seed + ".";
       }

@@ -132,7 +132,12 @@
     });
   }
 
-  function drawLambda(svg, lambdas) {
+  /* A log axis's labels in the explorers' one format: 1e-7, 2e-3, 1, 1e1. */
+  function logLabel(v) { return v.toExponential(0).replace("e+", "e").replace(/e0$/, ""); }
+
+  /* The λ chart: the mean |λ| of each block (block 1 at the left) at the latest step, and each run's λ₀ (where
+   * every block starts) dotted, so that the gap between them is how far training has grown each block's λ. */
+  function drawLambda(svg, lambdas, starts) {
     var W = shownWidth(svg), H = 160, L = 52, R = 12, T = 10, B = 34, ns = "http://www.w3.org/2000/svg";
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     while (svg.firstChild) svg.removeChild(svg.firstChild);
@@ -141,7 +146,16 @@
     if (!runs.length) return;
     var all = [].concat.apply([], runs.map(function (k) { return lambdas[k]; })).filter(function (v) { return v > 0; });
     if (!all.length) { svg.style.display = "none"; return; }  // λ₀ = 0 (ReZero's start): nothing to draw on a log axis yet
-    var lo = Math.log10(Math.min.apply(null, all)) - 0.2, hi = Math.log10(Math.max.apply(null, all)) + 0.2;
+    var lam0 = runs.map(function (k) { return starts[k]; }).filter(function (v) { return v > 0; });
+    all = all.concat(lam0);
+    // the axis ends on powers of ten; each power is labelled, and 2 and 5 times it too where it spans at most two
+    var lo = Math.floor(Math.log10(Math.min.apply(null, all))), hi = Math.ceil(Math.log10(Math.max.apply(null, all)));
+    if (hi === lo) hi += 1;
+    var ticks = [];
+    for (var e = lo; e <= hi; e++) {
+      (hi - lo <= 2 && e < hi ? [1, 2, 5] : [1]).forEach(function (m) { ticks.push(m * Math.pow(10, e)); });
+    }
+    if (ticks.length > 8) ticks = ticks.filter(function (v, i) { return (hi - Math.round(Math.log10(v))) % 2 === 0; });
     var depth = Math.max.apply(null, runs.map(function (k) { return lambdas[k].length; }));
     function add(tag, attrs, text) {
       var e = document.createElementNS(ns, tag);
@@ -157,9 +171,15 @@
     [1, depth].forEach(function (b) {
       add("text", {x: x(b - 1), y: H - B + 16, "text-anchor": "middle", "font-size": 12, fill: "currentColor"}, String(b));
     });
-    [lo, hi].forEach(function (e) {
-      add("text", {x: L - 6, y: y(Math.pow(10, e)) + 4, "text-anchor": "end", "font-size": 12, fill: "currentColor"},
-          Math.pow(10, e).toExponential(0));
+    ticks.forEach(function (v) {
+      add("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 12, fill: "currentColor"}, logLabel(v));
+    });
+    runs.forEach(function (k) {
+      if (!(starts[k] > 0)) return;
+      add("line", {x1: L, y1: y(starts[k]), x2: W - R, y2: y(starts[k]), stroke: COLORS[k], "stroke-dasharray": "2 3",
+                   class: "andrea-train-lambda0"});
+      add("text", {x: W - R - 2, y: y(starts[k]) - 4, "text-anchor": "end", "font-size": 12, fill: COLORS[k]},
+          "λ₀ of " + k);
     });
     runs.forEach(function (k) {
       var d = lambdas[k].map(function (v, i) { return (i ? "L" : "M") + x(i).toFixed(1) + "," + y(Math.max(v, 1e-12)).toFixed(1); }).join("");
@@ -212,7 +232,11 @@
                     "Solid: run A · dashed: run B · dotted grey: the unigram level (the plateau), the loss of a " +
                     "model that ignores the context");
     var refNote = el("p", {class: "andrea-train-refnote"});
-    [box, buttons, status, svg, legend, refNote, lamSvg].forEach(function (e) { root.appendChild(e); });
+    var lamNote = el("p", {class: "andrea-train-lambdanote"},
+                     "Below: the mean |λ| of each block (block 1 at the left) at the latest step, redrawn as the " +
+                     "runs train; dotted: λ₀, where every block's λ starts. The gap is how much each block's λ has grown.");
+    lamNote.hidden = true;
+    [box, buttons, status, svg, legend, refNote, lamNote, lamSvg].forEach(function (e) { root.appendChild(e); });
     var fixedY = null;
 
     /* Whether run k's settings (as it trained, or as its form reads before any training) are the defaults
@@ -237,7 +261,10 @@
           " (Reset brings the defaults back)."
         : "Thin lines: torch's mean curves for these very settings (the defaults), the reference the page is tested against.";
       drawLoss(svg, series, unigram, refs, fixBox.checked ? fixedY : null);
-      drawLambda(lamSvg, lambdas);
+      var starts = {};
+      Object.keys(lambdas).forEach(function (k) { starts[k] = trained[k] ? trained[k].layerscale : null; });
+      drawLambda(lamSvg, lambdas, starts);
+      lamNote.hidden = lamSvg.style.display === "none";
     }
     Object.keys(forms).forEach(function (k) {
       Object.keys(forms[k]).forEach(function (f) {
