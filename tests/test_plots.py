@@ -268,3 +268,41 @@ def test_crowded_log_tick_labels_are_thinned_not_all_dropped():
     assert not _ticks_collide(ax.yaxis, renderer)
     assert len(_drawn_tick_labels(ax.yaxis)) >= 3, [t.get_text() for t in _drawn_tick_labels(ax.yaxis)]
     plt.close("all")
+
+
+def test_the_stacked_note_goes_only_on_figures_whose_phone_rendering_stacked_panels(tmp_path):
+    """Round 2's reader: a one-panel figure whose caption says "left bar" carried the note "on a phone the
+    panels are stacked". phone_png records how many panels it stacked; the site's build (book/_ext,
+    phone_figures) adds the note's class only where it stacked two or more."""
+    import importlib.util
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from andrea.views.figure_png import book_png, png_audit, split_phone
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("andrea_site", root / "book" / "_ext" / "andrea_site.py")
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    one, _ = plt.subplots(figsize=(6, 3))
+    one.axes[0].bar([0, 1], [1, 2])
+    three, _ = plt.subplots(1, 3, figsize=(10, 3))
+    images = tmp_path / "_images"
+    images.mkdir()
+    for name, fig in (("one", one), ("three", three)):
+        png = book_png(fig)
+        want = "0" if name == "one" else "3"
+        assert png_audit(split_phone(png)[1])["andrea:stacked-panels"] == want
+        (images / f"{name}.png").write_bytes(png)
+    html = "".join(
+        f'<figure class="align-default"><img src="_images/{n}.png"><figcaption>Left: a bar.</figcaption></figure>'
+        for n in ("one", "three")
+    )
+    (tmp_path / "page.html").write_text(html, encoding="utf-8")
+    assert site.phone_figures(tmp_path) == 2
+    out = (tmp_path / "page.html").read_text(encoding="utf-8")
+    figures = out.split("</figure>")
+    assert "andrea-stacked" not in figures[0] and "one.phone.png" in figures[0]
+    assert "andrea-stacked" in figures[1] and "three.phone.png" in figures[1]
+    plt.close("all")

@@ -183,13 +183,13 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "files_val g1_hi g1_lo g2_hi g2_lo gf heads ind_prose ind_u_prose ind_where kl_11 kl_6 lens_0 lens_12 "
             "lens_6 lens_9 lens_u mb minutes move_first move_hi move_lo move_u_first move_u_last n_params off_t "
             "off_u prev_words ratio_t ratio_u repeat_gain rms_b1 rms_emb tok_seen tok_train train_final unigram "
-            "val_final width win_t win_t_min win_u win_words"
+            "random_words val_final width win_t win_t_min win_u win_words"
         ),
     },
     "checking": {
         "exact": (
             "cal_label cal_words ci_words d_hi d_lo d_max d_mean d_min emu_words holm_words ln256 lower_words "
-            "n_regimes n_seeds post_label pre_label round2_words t_quantile"
+            "holm_bar n_regimes n_regimes2 n_seeds post_label pre_label round2_words t_quantile"
         ),
     },
     "papers": {

@@ -261,6 +261,8 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         _clear_the_head(fig)
         meta = {
             "andrea:min-font-px": f"{min_px:.2f}",
+            # how many panels were stacked (0: drawn narrower as it is): the site's build says "stacked" only then
+            "andrea:stacked-panels": str(len(panels) if panels is not None else 0),
             "andrea:same-look": json.dumps(same_look(fig)),
             "andrea:legend-on-data": json.dumps(legends_on_data(fig)),
             "andrea:text-collisions": json.dumps(texts_collide(fig), ensure_ascii=True),

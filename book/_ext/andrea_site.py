@@ -15,7 +15,9 @@
 * Phones get figures that fit their column: each figure's PNG carries a second rendering, its panels
   stacked (``andrea.views.phone.phone_png``). When the build finishes it is taken out into
   ``<name>.phone.png`` beside the figure, and each ``<img>`` of the figure becomes a ``<picture>``
-  whose phone source the browser picks at 700 px or less (book/_static/andrea.css).
+  whose phone source the browser picks at 700 px or less (book/_static/andrea.css). A caption that
+  names panel places gets the note on reading them stacked only where the phone's rendering did stack
+  panels (its ``andrea:stacked-panels``), not on a one-panel figure.
 """
 
 import re
@@ -65,10 +67,10 @@ def _page_assets(app, exception):
 def phone_figures(outdir: Path) -> int:
     """Take the phone renderings out of the built figures and give every page's figures a phone
     source (the module docstring); returns how many figures have one. Idempotent."""
-    from andrea.views.figure_png import split_phone
+    from andrea.views.figure_png import png_audit, split_phone
 
     images = outdir / "_images"
-    phones = set()
+    phones, stacked_stems = set(), set()
     for png in sorted(images.glob("*.png")) if images.is_dir() else []:
         if png.name.endswith(".phone.png"):
             continue
@@ -78,6 +80,10 @@ def phone_figures(outdir: Path) -> int:
             png.write_bytes(desk)
         if png.with_name(png.stem + ".phone.png").is_file():
             phones.add(png.stem)
+            # the phone's rendering says how many panels it stacked (one written before it said so: stacked)
+            panels = png_audit(png.with_name(png.stem + ".phone.png").read_bytes()).get("andrea:stacked-panels", "2")
+            if int(panels) >= 2:
+                stacked_stems.add(png.stem)
 
     def picture(m):
         stem = m.group(1).rsplit("/", 1)[-1]
@@ -90,7 +96,8 @@ def phone_figures(outdir: Path) -> int:
         # stacked, and the caption says how to read its places there (andrea.css, .andrea-stacked)
         classes, body = m.group(1), m.group(2)
         caption = body.split("<figcaption", 1)[-1] if "<figcaption" in body else ""
-        if "andrea-stacked" in classes or ".phone.png" not in body or not _PLACES.search(caption):
+        shown = {src.rsplit("/", 1)[-1] for src in _IMG.findall(body)}
+        if "andrea-stacked" in classes or not shown & stacked_stems or not _PLACES.search(caption):
             return m.group(0)
         return f'<figure class="{classes} andrea-stacked"{body}</figure>'
 

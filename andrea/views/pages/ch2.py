@@ -21,7 +21,7 @@ from ..lesson import evidence_claims as _evidence_claims
 from ..lesson import found as _found
 from ..notebook import Claim, Table, glue
 from .ch2_figures import growth_figure, held_figure, training_figure
-from .ch2_training import WIRING, final_ln, held_lr, norm_lr
+from .ch2_training import WIRING, final_ln, held, held_lr, norm_lr
 
 STEM = "02_layernorm"
 SCALES = [1, 2, 4, 8, 12, 32, 64, 128]  # the weight factors of the overflow sweep (the lesson's list)
@@ -57,7 +57,8 @@ def what_we_found() -> Markdown:
     nl, fl, hl = norm_lr().said, final_ln(), held_lr()
     first = (
         f"Without any normalisation, training a small model broke: at a peak learning rate of {nl['top_lr']}, "
-        f"{nl['top_none']} runs ended on an infinite or NaN loss or gradient, against {nl['top_pre']} runs of "
+        f"{nl['top_none']} runs ended on an infinite or NaN ('not a number', what 0/0 gives) loss or gradient, "
+        f"against {nl['top_pre']} runs of "
         f"the same model with ANDREA's LayerNorms (**{nl['nan_verdict']}**)."
     )
     second = (
@@ -143,9 +144,16 @@ def held_said() -> Markdown:
             "slow sum of small errors."
         )
     if hl.v["died_out"]:
+        none = held("none", 1e-2)
+        stopped = sum(bool(r["diverged"]) for r in none)
         said.append(
-            "Without any LayerNorm (bottom left) the loss spiked again and again, and the spikes died out with "
-            "the rate unchanged."
+            "Without any LayerNorm (bottom left) the loss spiked again and again early on, and the spikes died out "
+            "with the rate unchanged"
+            + (
+                f"; {stopped} of its {len(none)} runs still stopped later (x), on one sudden leap, not a pile-up."
+                if stopped
+                else "."
+            )
         )
     return paragraphs(*said)
 

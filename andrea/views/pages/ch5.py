@@ -118,7 +118,7 @@ def found() -> Markdown:
     )
     return _found(
         first,
-        "By the {doc}`book's rules <checking>`, " + relu_sentence().replace(" nats", " {term}`nats`", 1),
+        "By the {doc}`book's rules <checking>`, " + relu_sentence(explain=True).replace(" nats", " {term}`nats`", 1),
         swiglu_found(sw),
     )
 
@@ -131,7 +131,7 @@ def swiglu_found(sw) -> str:
     if won and not lost and len(won) < len(controls):
         best = max(won, key=lambda f: -f.verdict.interval.mean)
         return (
-            f"Shazeer's gated SwiGLU ended below GELU at {scale_words(best.decision.arm['init_std'])}, by "
+            f"Shazeer's gated SwiGLU ended below GELU at {scale_words(best.decision.arm['init_std'], True)}, by "
             f"{-best.verdict.interval.mean:.3f} nats per byte, but not clearly at the other, so that claim, tested at "
             f"both scales, is {_term(sw.label)}: at one of them the seeds could not tell the two apart."
         )

@@ -282,20 +282,29 @@ def detectable() -> tuple[str, str]:
 
 
 # --- the lesson's sentences -----------------------------------------------------------------------------
-def scale_words(std: float) -> str:
-    """An initial scale as a student reads it: GPT-2's, or the width-corrected one."""
-    return f"GPT-2's initial scale (σ = {std:g})" if std == stds()[0] else f"the width-corrected scale (σ = {std:g})"
+def scale_words(std: float, explain: bool = False) -> str:
+    """An initial scale as a student reads it: GPT-2's, or the width-corrected one; `explain` adds what σ means
+    (for the scale's first use on the page)."""
+    if std == stds()[0]:
+        return f"GPT-2's initial scale (σ = {std:g}" + (
+            ", the spread of the random starting weights)" if explain else ")"
+        )
+    return f"the width-corrected scale (σ = {std:g}" + (
+        ", GPT-2's σ raised to suit this narrower model)" if explain else ")"
+    )
 
 
-def relu_sentence() -> str:
-    """Round 2's verdict on "GELU trains to a lower loss than ReLU", in one plain sentence with one number."""
+def relu_sentence(explain: bool = False) -> str:
+    """Round 2's verdict on "GELU trains to a lower loss than ReLU", in one plain sentence with one number;
+    `explain` says what the initial scale it names means."""
     e = ev(ROUND2)
     worse = [f for f in e.role("decides") if f.verdict.label == "not reproduced"]
     if e.verdict.label == "not reproduced" and worse:
         f = max(worse, key=lambda f: -f.verdict.interval.mean)
         return (
             f"GELU did not train to a lower loss than ReLU here, against the source notes: on fresh seeds, ReLU "
-            f"ended {-f.verdict.interval.mean:.3f} nats per byte lower at {scale_words(f.decision.arm['init_std'])}, "
+            f"ended {-f.verdict.interval.mean:.3f} nats per byte lower at "
+            f"{scale_words(f.decision.arm['init_std'], explain)}, "
             f"so the claim is {e.verdict.label} at this scale."
         )
     return (
@@ -305,9 +314,29 @@ def relu_sentence() -> str:
 
 
 def swiglu_sentence() -> str:
-    """Round 2's SwiGLU-against-GELU verdict, in one sentence."""
+    """Round 2's SwiGLU-against-GELU verdict: each scale's result, whether it passed, and what the combined
+    label means."""
+    controls = ev(ROUND2).role("control")
+    parts = []
+    for f in controls:
+        m, where = f.verdict.interval.mean, scale_words(f.decision.arm["init_std"])
+        parts.append(
+            {
+                "confirmed": f"at {where} SwiGLU ends {-m:.3f} nats per byte below GELU, clearly (that scale passes)",
+                "not reproduced": f"at {where} SwiGLU ends {m:.3f} nats per byte above GELU",
+            }.get(f.verdict.label, f"at {where} the two are within the seeds' noise ({m:+.3f})")
+        )
+    label = swiglu_verdict().label
+    passed = sum(f.verdict.label == "confirmed" for f in controls)
+    tail = (
+        f": it passed at {passed} of the {len(controls)} scales, and at the other the seeds could not tell the two "
+        "apart, so the claim, made for both scales, is not shown"
+        if label == "inconclusive" and passed
+        else ""
+    )
     return (
-        f"Shazeer's gated SwiGLU against GELU, on the same fresh seeds: {r2_swiglu_words()} ({swiglu_verdict().label})."
+        f"Shazeer's gated SwiGLU against GELU, on the same fresh seeds: {'; '.join(parts)}. "
+        f"The claim reads {label}{tail}."
     )
 
 

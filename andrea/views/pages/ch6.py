@@ -90,11 +90,13 @@ def budget_figure(counts: dict):
     ax.axhline(120, ls="--", color=plots.PALETTE[3], label="documents' total: ~120 M")
     ax.set_xticks(
         [0, 1],
-        ["counted from the model\n(tied head counted once)", "the documents' sum\n(embedding x 2, no positions)"],
+        ["the model's count\n(tied head once)", "the documents' sum\n(embedding x 2,\nno positions)"],
     )
     ax.set_ylabel("parameters (millions)")
     ax.set_ylim(0, 135)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    # the legend under the axes: right of them, it widened the phone's rendering past the column, which
+    # shrank every label on a phone
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=3)
     ax.set_title("The parameter budget of ANDREA-120M", fontsize=11)
     plots.provenance(fig, "cpu", None)
     fig.tight_layout(rect=(0, 0.03, 1, 1))

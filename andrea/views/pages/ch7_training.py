@@ -425,9 +425,16 @@ def deep80_sentence() -> str:
     """The 80-block verdict in one plain sentence (MyST Markdown: the label links the glossary), from each
     recipe's failures and label; how the rule combines them is on the evidence page (``d80_why``)."""
     said, why = _deep80_words()
+    e = ev(DEEP80)
+    n = len(e.role("decides"))
+    must = (
+        f" (a claim about such stacks in general, it must hold in {'both' if n == 2 else f'all {n}'} recipes)"
+        if e.rule == "every"
+        else ""
+    )
     return (
         f"At the source's depth of 80 blocks, {', but '.join(said)}, so the claim that such a stack cannot converge "
-        f"is {label_md(ev(DEEP80).verdict.label)}: {', and '.join(why)}."
+        f"is {label_md(e.verdict.label)}{must}: {', and '.join(why)}."
     )
 
 

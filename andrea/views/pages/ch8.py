@@ -69,10 +69,13 @@ def glue_stream(stream: dict, lens: dict) -> None:
     glue("kl_11", lens["trained"]["kl"][11], ".1f")
 
 
-def glue_heads(heads: dict, unrepeated: dict, att: dict) -> None:
-    """The attention heads: previous-token and induction heads, copying, evenness and distance."""
+def glue_heads(heads: dict, unrepeated: dict, att: dict, vocab_size: int) -> None:
+    """The attention heads: previous-token and induction heads, copying, evenness and distance, and the loss
+    on random tokens."""
     glue("prev_words", previous_token_heads(heads))
-    glue("ind_where", strongest_head(heads))
+    block, head = strongest_head(heads).split(".")
+    glue("ind_where", f"head {head} of block {block}")
+    glue("random_words", random_loss(heads, vocab_size))
     glue("copy_words", copies(heads, unrepeated))
     glue("repeat_gain", repeat_gain(heads, unrepeated), ".2f")
     glue("ind_prose", _best(heads, PROSE, "trained", "induction"), ".2f")
@@ -156,6 +159,18 @@ def copies(heads: dict, unrepeated: dict) -> str:
         "Seen once, a passage becomes easier the second time, so the model copies a little, and some head gives "
         "most of its attention to the token to copy."
     )
+
+
+def random_loss(heads: dict, vocab_size: int) -> str:
+    """The first copy of random tokens, trained against untrained, and why a trained model can lose there."""
+    t, u = heads[RANDOM]["trained"]["loss_first"], heads[RANDOM]["untrained"]["loss_first"]
+    said = (
+        f"On random tokens the trained model's loss, {t:.1f} nats, is {'above' if t > u else 'below'} the "
+        f"untrained one's, {u:.1f} (an even guess: ln {vocab_size:,} = {np.log(vocab_size):.1f})"
+    )
+    if t > u:
+        said += ": trained on text, it guesses confidently, and here wrongly"
+    return said + "."
 
 
 def above_or_below(loss: float, vocab_size: int) -> str:

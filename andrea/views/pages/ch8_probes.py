@@ -16,6 +16,15 @@ import numpy as np
 from ..lesson import Markdown, paragraphs
 from ..notebook import Claim, table
 
+# How the tasks' labels make the whole claim's label (the rule of ``probes.decide_claim``), said per label
+RULE_WORDS = {
+    "confirmed": "every task sits in its band",
+    "qualified": "some tasks sit in their bands and others show the opposite",
+    "not reproduced": "no task sits in its band and at least one shows the opposite; undecided or untestable "
+    "tasks cannot change that",
+    "not testable": "no task could be tested",
+    "inconclusive": "no task shows the opposite but not every one sits in its band",
+}
 ANCHORS = {
     "position": "ev-ch8-position",
     "syntax (lexical)": "ev-ch8-syntax-lexical",
@@ -202,10 +211,11 @@ class ProbeReport:
             parts.append(f"{_and(undecided)} {'was' if len(undecided) == 1 else 'were'} undecided")
         if untestable:
             parts.append(f"{_count(len(untestable))} could not be tested")
+        rule = RULE_WORDS.get(self.overall.label, "")
         return (
             f"Taken together, the source's division of labour is {label_md(self.overall.label)} in this model "
             f"({{ref}}`evidence <{ANCHORS['the claim']}>`): {head}" + (f"; {_and(parts)}." if parts else ".")
-        )
+        ) + (f" The rule gives that label when {rule}." if rule else "")
 
     def found_sentence(self) -> str:
         """The probes' verdict for "What we found", with the number that weighs most against (or for) it."""
