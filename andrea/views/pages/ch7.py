@@ -71,7 +71,9 @@ DEPTHS = (12, 18, 24, 36, 48, 96)  # the initial-values table
 # CaiT's λ₀ for its depth. Its "what to look for" sentence is built from these.
 EXPLORER: dict[str, Any] = {"depth": 24, "layerscale": 1e-5, "norm": "pre"}
 # What the reader is asked to look for in the chapter's panels.
-PANEL_LOOK = "whether B leaves the plateau (the dotted level) where A stays, and how B's λ grows block by block."
+PANEL_LOOK = (
+    "whether B leaves the plateau (the dotted level) where A stays, and how far B's λ has grown from λ₀ in each block."
+)
 
 
 # ---------------------------------------------------------------------------------------------
