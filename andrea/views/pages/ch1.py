@@ -41,6 +41,7 @@ LOST = 0.01  # "lost": a gradient ratio (embeddings / top) below 1 %
 # The explorer's sensitivity without the residual path (the note under the explorer, lab 1's question 5).
 EXPLORER_DEPTH = 48
 EXPLORER_WIDTHS = (64, 128, 256)
+EXPLORER_WIDTH = EXPLORER_WIDTHS[0]  # the width the lesson's explorer opens at
 EXPLORER_SEEDS = (0, 1, 2, 3, 4)
 EXPLORER_LOOK = (  # the chapter's explorer: what to look at
     "how far the gradient falls from the last block to the first without the residual path, and what "
@@ -221,8 +222,8 @@ def what_we_found() -> Markdown:
     lost = verdict.compare(_below_lost(r12), "negative", what="log10(ratio / 1 %) at 12 blocks")
     if lost.label == "not reproduced":
         first = (
-            "Without residual connections a fresh 12-block stack does not lose its gradient: its embeddings still "
-            f"get {gmean(r12):.2f} times the gradient of its top (the source's claim: **not reproduced**)."
+            f"Without residual connections the embeddings of a fresh 12-block stack still get {gmean(r12):.2f} "
+            "times its top's gradient (the source's claim that it is lost: **not reproduced**)."
         )
     else:
         first = (
@@ -234,14 +235,15 @@ def what_we_found() -> Markdown:
     gaps = [f.verdict.interval.mean for f in ev.role("decides")]
     depths = " and ".join(str(f.decision.arm["depth"]) for f in ev.role("decides"))
     second = (
-        f"What the residual path does decide is training: stacks of {depths} blocks without it end "
-        f"{min(gaps):.2f} to {max(gaps):.2f} {{term}}`nats <nats>` per byte worse than with it "
-        f"(**{ev.verdict.label}** on {len(ev.role('decides')[0].seeds)} fresh {{term}}`seeds <seeds>`)."
+        f"What the path does decide is training: without it, stacks of {depths} blocks end "
+        f"{min(gaps):.2f} to {max(gaps):.2f} {{term}}`nats <nats>` per byte worse "
+        f"(**{ev.verdict.label}**, {len(ev.role('decides')[0].seeds)} fresh {{term}}`seeds <seeds>`)."
     )
     moves = block_moves()
     ident = identity(moves)
     third = (
-        f"And a fresh block is far from the identity: the first block of ANDREA-120M moves its input by "
+        "And a fresh block is far from the identity (a function that returns its input unchanged): the first "
+        "block of ANDREA-120M moves its input by "
         f"{100 * moves[:, 0].mean():.0f} % (**{ident.label}**)."
         if ident.label == "not reproduced"
         else f"A fresh block moves its input by {100 * moves[:, 0].mean():.0f} % (**{ident.label}**)."
@@ -276,23 +278,19 @@ def explorer_words() -> str:
     with the residual path (issue 47's reader saw it swing by nine orders of magnitude)."""
     s = explorer_spread()
     off, on = s[False], s[True]
-    widths, mid = EXPLORER_WIDTHS, EXPLORER_WIDTHS[1]
+    w0, others = EXPLORER_WIDTH, [w for w in EXPLORER_WIDTHS if w != EXPLORER_WIDTH]
     all_off = [r for v in off.values() for r in v]
     all_on = [r for v in on.values() for r in v]
     swing_off = max(all_off) / max(min(all_off), 1e-300)
     swing_on = max(all_on) / min(all_on)
-    by_width = ", ".join(f"{off[w][0]:.2g} at width {w}" for w in widths[:-1]) + f" and {off[widths[-1]][0]:.2g} "
-    by_width += f"at width {widths[-1]}"
+    elsewhere = " and ".join(f"{off[w][0]:.2g} at width {w}" for w in others)
     measured = (
-        f"At {EXPLORER_DEPTH} blocks, seed {EXPLORER_SEEDS[0]}, the ratio is {by_width}; at width {mid}, "
-        f"{len(EXPLORER_SEEDS)} seeds give {min(off[mid]):.2g} to {max(off[mid]):.2g}. With the path on it stays "
-        f"between {min(all_on):.2g} and {max(all_on):.2g}."
+        f"At width {w0}, where the explorer opens, {len(EXPLORER_SEEDS)} seeds give {min(off[w0]):.2g} to "
+        f"{max(off[w0]):.2g} at {EXPLORER_DEPTH} blocks; seed {EXPLORER_SEEDS[0]} gives {elsewhere}. With the path "
+        f"on, every width and seed gives {min(all_on):.2g} to {max(all_on):.2g}."
     )
     if swing_off > 10 * swing_on:
-        return (
-            "A caution: without the residual path this readout is fragile. " + measured + " Compare such "
-            "settings over several seeds and widths."
-        )
+        return "A caution: without the residual path this readout is fragile. " + measured
     return measured.replace("At ", "Without the residual path, at ", 1)
 
 

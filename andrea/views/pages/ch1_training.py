@@ -85,8 +85,8 @@ def glue_lesson() -> None:
     glue("plateau_words", f"{len(stuck)} of the {len(nores)} residual-free runs at 3 blocks and more end there.")
     glue(
         "cause_words",
-        "Neither control arm nor a lower learning rate changes that, so the trouble is not a vanishing gradient "
-        "but a signal that loses the tokens on its way up."
+        "Neither control nor a lower learning rate changes that: the trouble is not a vanishing gradient but a "
+        "stream that loses the tokens."
         if not rescued(rows)
         else "A control arm rescues the stack, so the setting it changes is part of the cause.",
     )
@@ -95,7 +95,7 @@ def glue_lesson() -> None:
     n = len(ev.role("decides")[0].seeds)
     glue(
         "train_words",
-        f"On {n} fresh seeds the residual-free stack ends higher by {' and by '.join(said)}: {ev.verdict.label}.",
+        f"Without the path a stack ends higher by {' and '.join(said)} ({n} fresh seeds): {ev.verdict.label}.",
     )
 
 

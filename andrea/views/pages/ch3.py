@@ -87,7 +87,11 @@ def pre_found() -> str:
     e = exploration()
     bad, n = e.bad("pre"), len(e.of("pre"))
     return (
-        f"Pre-norm trained without trouble in every setting we tried ({bad} of {n} runs got stuck or diverged), "
+        (
+            f"Pre-norm never got stuck or diverged ({n} runs), "
+            if bad == 0
+            else f"{bad} of {n} pre-norm runs got stuck or diverged, "
+        )
         + _pre_warmup_clause()
         + "."
     )
