@@ -174,7 +174,7 @@ def probes_figure(results: dict, seed: Optional[int] = 0):
     """One panel per probing task: balanced accuracy at every boundary, the trained model (solid),
     the untrained one (dashed) and the trained model's control task (dotted), chance as a thin line;
     the seeds' range as a band around each line, the band the source predicts named in the title.
-    Three panels a row, the column's width; the legend in the last free cell (or under the panels)."""
+    Three panels a row, the column's width; the legend under the panels."""
     ncols = 3
     rows = (len(TASKS) + ncols - 1) // ncols
     fig, axes = plt.subplots(rows, ncols, figsize=(COLUMN_INCHES, 2.55 * rows + 0.3), squeeze=False, sharex=True)
@@ -195,20 +195,19 @@ def probes_figure(results: dict, seed: Optional[int] = 0):
         ax.set_title(f"{task.name}\n({kind}{task.band})", fontsize=10)
         if k % ncols == 0:
             ax.set_ylabel("balanced accuracy")
-        if k + ncols >= len(TASKS):  # the lowest panel of its column
-            ax.set_xlabel("boundary")
+        if k + ncols >= len(TASKS):  # the lowest panel of its column shows the boundaries' numbers
             ax.tick_params(labelbottom=True)
+        if k == len(TASKS) - 1:  # named once: stacked on a phone, a name under every column's last ran
+            ax.set_xlabel("boundary")  # into the next panel's title
         ax.set_xticks([0, 3, 6, 9, 12])
         ax.locator_params(axis="y", nbins=4)
     free = axes.ravel()[len(TASKS) :]
     for ax in free:
         ax.axis("off")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    if len(free):
-        free[0].legend(handles, labels, loc="center", fontsize=10, frameon=False)
-    else:
-        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
+    # under the panels: a legend in the free cell spilled over that cell's edge
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False, bbox_to_anchor=(0.5, 0.02))
     n = results[TASKS[0].name]["trained"]["task"].shape[0]
     provenance(fig, "cpu", seed, f"trained ANDREA, {n} probe seeds")
-    fig.tight_layout(rect=(0, 0.03 if len(free) else 0.07, 1, 1), h_pad=1.2)
+    fig.tight_layout(rect=(0, 0.09, 1, 1), h_pad=1.2)
     return fig

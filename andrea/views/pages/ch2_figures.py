@@ -141,7 +141,6 @@ def held_figure():
     s.legend(fontsize=7, loc="upper right")
     for ax in axes[1]:
         ax.set_xlabel("optimizer step")
-    shown = sum(len(held(norm, 1e-2)) for norm in WIRING)
-    plots.provenance(fig, "cpu", None, f"{evaluation.provenance('ch2_held_lr')}; shown: the {shown} at lr 10⁻²")
+    plots.provenance(fig, "cpu", None, evaluation.provenance("ch2_held_lr"))
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig

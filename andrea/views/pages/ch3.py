@@ -277,9 +277,8 @@ def amp_figure(rows, device: str):
         xlabel="number of blocks",
         ylabel="‖F(θ+δ) − F(θ)‖ / ‖F(θ)‖",
         title="How far one small Adam step moves the output",
-        # the wiring by colour (pre-norm blue, post-norm orange: the chapter's pair, colour-blind safe), the
-        # initialisation by line style (GPT-2's dashed): no two arms share a colour and a style
-        colors={a: plots.PALETTE[0 if a.startswith("pre") else 1] for a in arms},
+        # each arm keeps its colour from the book's other figures (tests/test_site.py); GPT-2's init is
+        # dashed as well, so that the two post-norm arms' oranges differ in their line too
         styles={a: "--" for a in arms if a.endswith("GPT-2")},
     )
     fig.axes[0].set_yscale("log")
