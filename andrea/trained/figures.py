@@ -201,9 +201,8 @@ def probes_figure(results: dict, seed: Optional[int] = 0):
             ax.set_xlabel("boundary")  # into the next panel's title
         ax.set_xticks([0, 3, 6, 9, 12])
         ax.locator_params(axis="y", nbins=4)
-    free = axes.ravel()[len(TASKS) :]
-    for ax in free:
-        ax.axis("off")
+    for ax in axes.ravel()[len(TASKS) :]:
+        fig.delaxes(ax)  # an empty cell (switched off, it still widened the phone's stacked figure)
     handles, labels = axes[0][0].get_legend_handles_labels()
     # under the panels: a legend in the free cell spilled over that cell's edge
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False, bbox_to_anchor=(0.5, 0.02))
