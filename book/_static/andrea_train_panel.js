@@ -251,7 +251,14 @@
         return (d === null || d === undefined) ? s[f[0]] === null : String(s[f[0]]) === String(d);
       });
     }
+    // While training, the chart is redrawn at most every DRAW_MS (a step arrives every ~50-100 ms): the
+    // main thread's drawing then leaves a loaded machine's CPU to the worker that trains.
+    var DRAW_MS = 250, drawTimer = null;
+    function redrawSoon() {
+      if (drawTimer === null) drawTimer = setTimeout(function () { drawTimer = null; redraw(); }, DRAW_MS);
+    }
     function redraw() {
+      if (drawTimer !== null) { clearTimeout(drawTimer); drawTimer = null; }
       var refs = (opts.references || []).filter(function (r) { return atDefaults(r.run); });
       var hidden = (opts.references || []).filter(function (r) { return refs.indexOf(r) < 0; })
         .map(function (r) { return r.run; });
@@ -304,12 +311,14 @@
           if (state === "training")  // (a step that was running when Stop came is drawn, the status kept)
             status.textContent = parts.join(" · ") + (done < total ? " · about " +
               (left >= 90 ? Math.round(left / 60) + " min" : Math.round(left) + " s") + " left" : "");
-          redraw();
+          redrawSoon();
         } else if (m.type === "diverged") {
           series[m.name].diverged = m.step;
+          redraw();
           status.textContent = "Run " + m.name + " diverged at step " + m.step + " (a non-finite loss or gradient): it stops there, as andrea.train does.";
         } else if (m.type === "done") {
           series[m.name].done = true;
+          redraw();
           if (Object.keys(series).every(function (k) { return series[k].done || series[k].diverged; })) {
             state = "done";
             stop.disabled = true;
