@@ -8,7 +8,7 @@ import torch
 
 from andrea import device as D
 from andrea import pick_device
-from andrea.views.notebook import GLUED, setup
+from andrea.views.notebook import setup
 
 
 def test_the_pages_run_on_the_cpu_even_where_a_gpu_is_present(monkeypatch):
@@ -16,8 +16,7 @@ def test_the_pages_run_on_the_cpu_even_where_a_gpu_is_present(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert pick_device() == "cuda"  # a reader's own model: the GPU, as before
     assert D.book_device() == "cpu"
-    assert setup(seed=0) == "cpu"
-    assert GLUED["book_device"] == "cpu" and GLUED["reader_device"] == "cuda"  # what the pages say ran where
+    assert setup(seed=0) == "cpu"  # what every page's `device = setup(seed=0)` passes to its models
 
 
 def test_the_environment_can_send_the_pages_elsewhere_and_a_bad_value_is_named(monkeypatch):

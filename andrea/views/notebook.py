@@ -43,8 +43,8 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
     """Seed everything, keep torch to the machine's cores; returns the device the page's models run on.
 
     That device is ``andrea.device.book_device()`` (the CPU, where the book's many small models run fastest,
-    also on a machine with a GPU), not ``pick_device()``, which stays the choice for a reader's own model.
-    Both are glued for the prose: ``book_device`` and ``reader_device``.
+    also on a machine with a GPU), not ``pick_device()``, which stays the choice for a reader's own model
+    (the introduction glues both).
 
     ``threads`` (or ``$ANDREA_THREADS``; default: the machine's cores, at most 4) sets torch's thread
     count: ``tools/portable.py`` uses it to run the book as a machine with fewer cores would."""
@@ -53,12 +53,10 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
 
     import matplotlib.pyplot as plt
 
-    from ..device import book_device, pick_device
+    from ..device import book_device
     from .plots import STYLE
 
     device = book_device()
-    glue("book_device", device)
-    glue("reader_device", pick_device())
 
     random.seed(seed)
     np.random.seed(seed)
