@@ -195,6 +195,9 @@ def test_a_timed_out_child_is_killed_with_what_it_started_in_a_session_of_its_ow
 
 def test_the_rehearsal_imports_what_each_step_imports_and_what_andrea_imports():
     assert gpu_check.step_imports("chapters") == ["jupytext", "nbclient", "nbformat"]
+    assert set(gpu_check.step_imports("chapters")) == set(
+        gpu_check.imports_in(gpu_check.ast.parse(gpu_check.inspect.getsource(gpu_check.execute_page)))
+    )  # what each page's child imports
     assert {"torch", "andrea.views"} <= set(gpu_check.step_imports("bench"))
     assert {"andrea.views.bench", "torch"} <= set(gpu_check.step_imports("train-120m"))
     lib = gpu_check.andrea_imports()
