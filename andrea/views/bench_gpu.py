@@ -170,7 +170,8 @@ def _stepper(model: nn.Module, device: str, mode: str, idx: torch.Tensor, tgt: t
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device == "cuda")
     body = Features(model) if lever == "chunked-loss" else model
     if mode == "compiled":
-        body = torch.compile(body, mode="max-autotune" if lever == "max-autotune" else None)
+        # static shapes: a row at another batch size compiles its own graph, not a dynamic-shape one
+        body = torch.compile(body, mode="max-autotune" if lever == "max-autotune" else None, dynamic=False)
     weight = head_weight(model)
 
     def attention():
