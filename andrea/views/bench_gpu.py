@@ -30,6 +30,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -96,7 +97,7 @@ class Features(nn.Module):
         self.model = model
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        m = self.model
+        m: Any = self.model
         if isinstance(m, TorchModulesGPT):
             return m.features(idx)
         m.check_input(idx)
@@ -108,7 +109,8 @@ class Features(nn.Module):
 
 def head_weight(model: nn.Module) -> torch.Tensor:
     """The tied head's (V, C) weight: the token embedding."""
-    return model.tok.weight if isinstance(model, TorchModulesGPT) else model.token_embedding.weight
+    m: Any = model
+    return m.tok.weight if isinstance(m, TorchModulesGPT) else m.token_embedding.weight
 
 
 def chunked_loss(h: torch.Tensor, weight: torch.Tensor, tgt: torch.Tensor, chunks: int = LOSS_CHUNKS):
@@ -168,7 +170,7 @@ def _sync(device: str) -> None:
 def _stepper(model: nn.Module, device: str, mode: str, idx: torch.Tensor, tgt: torch.Tensor, lever: str, vocab: int):
     """One training step of ``model`` (forward in bf16 autocast on CUDA, loss, backward, AdamW) with ``lever``."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device == "cuda")
-    body = Features(model) if lever == "chunked-loss" else model
+    body: Any = Features(model) if lever == "chunked-loss" else model
     if mode == "compiled":
         # static shapes: a row at another batch size compiles its own graph, not a dynamic-shape one
         body = torch.compile(body, mode="max-autotune" if lever == "max-autotune" else None, dynamic=False)
