@@ -9,7 +9,8 @@
 #                retrain chapter 8's model when its code changed (its text ships in andrea/texts)
 #   make experiments-second-cpu  set up and train the emulated second CPU's copies of the deciding runs
 #                that have none (the verdicts are read on both machines)
-#   make gpu-check    set up and check every CUDA path (on a machine with a GPU; skips cleanly without one)
+#   make gpu-check    set up and check every CUDA path (on a machine with a GPU; skips cleanly without one);
+#                the benchmark against torch's modules is a second run: tools/gpu_check.py --only bench
 #   make gpu-wheels   download the wheels the lent GPU machine lacks into .whl/ (carried there)
 #   make gpu-check-device  the GPU check on the lent GPU machine as it is (no network, no venv: README)
 #   make gpu-rehearse set up and rehearse gpu-check-device on the CPU, in a venv of the device's packages

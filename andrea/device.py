@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
@@ -15,6 +17,27 @@ def pick_device() -> str:
     if mps is not None and mps.is_available():
         return "mps"
     return "cpu"
+
+
+# The book's own pages: where their many small models run (issue 50). Each page trains or probes models of
+# a few hundred thousand to a few million parameters, dozens of them, one after another: on a GPU their steps
+# are bound by kernel launches, not arithmetic. Chapter 1 took 116 s on an H200 with pick_device()'s "cuda"
+# and 35 s on one thread of a 2-core CPU. So the pages run them on the CPU wherever they are read, which also
+# makes every page say the same numbers on every machine; a reader's own model keeps pick_device().
+BOOK_DEVICE_ENV = "ANDREA_BOOK_DEVICE"
+BOOK_DEVICE_DEFAULT = "cpu"
+
+
+def book_device() -> str:
+    """Where the book's pages run their small models: "cpu", unless ``$ANDREA_BOOK_DEVICE`` says otherwise
+    ("cpu", "cuda", "mps", or "auto" for pick_device()), e.g. to time the pages on a GPU."""
+    want = os.environ.get(BOOK_DEVICE_ENV, "").strip() or BOOK_DEVICE_DEFAULT
+    if want == "auto":
+        return pick_device()
+    if want not in DEVICE_TYPES:
+        raise ValueError(f"{BOOK_DEVICE_ENV} must be one of {(*DEVICE_TYPES, 'auto')}, got {want!r}")
+    check_device(want, BOOK_DEVICE_ENV)
+    return want
 
 
 def available_devices() -> list[str]:

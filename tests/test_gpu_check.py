@@ -24,9 +24,9 @@ def test_without_cuda_every_step_is_skipped_and_the_exit_status_is_0(tmp_path):
     )
     assert r.returncode == 0
     assert "No CUDA device is present" in r.stdout
-    for step in gpu_check.STEPS:
+    for step in gpu_check.RUNS["check"]:  # the default run
         assert f"{step}" in r.stdout
-    assert r.stdout.count("skipped: no CUDA") == len(gpu_check.STEPS)
+    assert r.stdout.count("skipped: no CUDA") == len(gpu_check.RUNS["check"])
     assert f"report written to {out}" in r.stdout and "skipped: no CUDA" in out.read_text()
 
 
@@ -83,7 +83,11 @@ def on_a_gpu_section() -> str:
 
 def test_the_device_command_fits_the_lease_and_the_readme_gives_it_exactly():
     assert set(gpu_check.TIMEOUTS) == set(gpu_check.STEPS) == set(gpu_check.REHEARSE_TIMEOUTS)
-    assert sum(gpu_check.TIMEOUTS.values()) <= gpu_check.BUDGET_S
+    # every step in exactly one device run, and each run's steps within the budget
+    runs = list(gpu_check.RUNS.values())
+    assert sorted(s for run in runs for s in run) == sorted(gpu_check.STEPS)
+    for run in runs:
+        assert sum(gpu_check.TIMEOUTS[s] for s in run) <= gpu_check.BUDGET_S, run
     assert gpu_check.BUDGET_S + gpu_check.SETUP_ALLOWANCE_S <= 8 * 60 < gpu_check.DEVICE_TIMEOUT_S <= 600
     # one full run and a rerun of its longest step fit in the 15 minutes, with 2 minutes to start a machine
     assert 120 + 8 * 60 + max(gpu_check.TIMEOUTS.values()) + 60 <= 15 * 60
@@ -92,6 +96,9 @@ def test_the_device_command_fits_the_lease_and_the_readme_gives_it_exactly():
     assert "`command`: `bash tools/gpu_device.sh`" in readme
     assert '`carry`: `[".whl"]`' in readme and f"`timeout_s`: `{gpu_check.DEVICE_TIMEOUT_S}`" in readme
     assert f"within {gpu_check.BUDGET_S} s" in readme
+    for name, run in gpu_check.RUNS.items():  # the README gives each run's command
+        cmd = "`bash tools/gpu_device.sh`" if name == "check" else f"`bash tools/gpu_device.sh --only {' '.join(run)}`"
+        assert cmd in readme, cmd
     n = len(gpu_wheels.carried())
     assert f"the {n} wheels of `tools/gpu_wheels.txt`" in readme
 
@@ -150,7 +157,8 @@ def test_one_budget_bounds_the_whole_check(tmp_path, monkeypatch):
 
     monkeypatch.setattr(gpu_check, "run_step", step)
     assert gpu_check.main(["--out", str(tmp_path / "a.log")]) == 0
-    assert given == gpu_check.TIMEOUTS  # the default budget holds every step's own timeout
+    check = gpu_check.RUNS["check"]
+    assert given == {s: gpu_check.TIMEOUTS[s] for s in check}  # the default run; the budget holds each timeout
     given.clear()
     clock[0] = 0.0
     # a budget that ends 5 s into the third step: it is cut to what is left, and the last three never start
@@ -160,7 +168,7 @@ def test_one_budget_bounds_the_whole_check(tmp_path, monkeypatch):
     assert gpu_check.main(args) == 1
     assert given == {"tests": 50, "agreement": t["agreement"], "train-120m": t["train-120m"] - 5}
     text = (tmp_path / "b-table.txt").read_text()
-    assert text.count(f"not run: the {budget} s budget is spent") == 3
+    assert text.count(f"not run: the {budget} s budget is spent") == len(check) - 3
 
 
 def test_a_timed_out_child_is_killed_with_what_it_started_in_a_session_of_its_own(tmp_path):
@@ -186,7 +194,11 @@ def test_a_timed_out_child_is_killed_with_what_it_started_in_a_session_of_its_ow
 
 
 def test_the_rehearsal_imports_what_each_step_imports_and_what_andrea_imports():
-    assert gpu_check.step_imports("chapter") == ["jupytext", "nbformat", "nbclient"]
+    assert gpu_check.step_imports("chapters") == ["jupytext", "nbclient", "nbformat"]
+    assert set(gpu_check.step_imports("chapters")) == set(
+        gpu_check.imports_in(gpu_check.ast.parse(gpu_check.inspect.getsource(gpu_check.execute_page)))
+    )  # what each page's child imports
+    assert {"torch", "andrea.views"} <= set(gpu_check.step_imports("bench"))
     assert {"andrea.views.bench", "torch"} <= set(gpu_check.step_imports("train-120m"))
     lib = gpu_check.andrea_imports()
     assert {"torch", "numpy", "altair", "ipywidgets", "tokenizers", "tqdm", "IPython"} <= set(lib)
@@ -217,13 +229,93 @@ def test_the_rehearsal_passes_on_the_device_packages_and_fails_without_one_carri
     steps, rehearsal = tables.split("\nrehearsal\n")
     assert steps.count("skipped: no CUDA") == len(gpu_check.STEPS)
     assert [ln.split()[1] for ln in rehearsal.splitlines()[2:]] == ["pass"] * len(gpu_check.STEPS)
-    assert "kernel of this python imported the chapter's" in rehearsal
+    assert "kernel of this python imported the pages'" in rehearsal and "2 of 2 pages in" in rehearsal
+    assert "stand-in model on the CPU: B=2 eager x" in rehearsal
     # the very folder that travels (.whl/, cp312) installs and imports on a Python 3.12, where there is one
     if gpu_wheels.find_python(gpu_wheels.DEVICE_PY):
         assert "modules of the carried wheels import, and a kernel ran a cell: pass" in out
     else:
         assert "no python3.12 here" in out
-    r = subprocess.run([*tool, "--without", "altair", "--only", "chapter"], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [*tool, "--without", "altair", "--only", "chapters"], capture_output=True, text=True, timeout=600
+    )
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "No module named 'altair'" in out, out[-6000:]
     need(gpu_wheels.find_python(gpu_wheels.DEVICE_PY) is not None, "a python3.12 (rehearses .whl/ itself)")
+
+
+# ---------------------------------------------------------------------------------------------
+# The run "speed" (bench) and the chapters step (issue 50): their rows and reports, on the CPU
+# ---------------------------------------------------------------------------------------------
+def test_a_steps_own_table_is_printed_under_its_row():
+    rows = {"bench": {"status": "pass", "seconds": 3.0, "figures": "x1.02", "lines": ["| B x T |", "| 16 |"]}}
+    lines = gpu_check.table(rows).splitlines()
+    assert (
+        lines[2].split()[:2] == ["bench", "pass"] and lines[3].strip() == "| B x T |" and lines[4].strip() == "| 16 |"
+    )
+
+
+def test_the_pages_report_compares_each_page_with_the_cpu_build_and_names_what_missed():
+    known = {"book/a.md": 30.0, "book/b.md": 10.0}
+    fast = [
+        {"page": "book/a.md", "seconds": 20.0, "device": "cpu"},
+        {"page": "book/b.md", "seconds": 9.0, "device": "cpu"},
+    ]
+    r = gpu_check.pages_report(fast, known, 25.0, 8, 2)
+    assert r["ok"] and "2 of 2 pages in 25 s (8 at a time, 2 threads each); models on cpu" in r["figures"]
+    assert "goal (each page <= its CPU-build seconds): met" in r["figures"]
+    assert any("book/a.md" in ln and "x0.67" in ln for ln in r["lines"])
+    slow = [{**fast[0], "seconds": 31.0}, {"page": "book/c.md", "seconds": None, "error": "a cell raised KeyError"}]
+    r = gpu_check.pages_report(slow, known, 40.0, 8, 2)
+    assert not r["ok"] and "NOT met (1 slower, 1 not run)" in r["figures"] and "slower: a 31/30 s" in r["figures"]
+    assert any("book/c.md" in ln and "FAIL" in ln and "KeyError" in ln for ln in r["lines"])
+
+
+def test_the_committed_cpu_figures_cover_every_page():
+    known = gpu_check.cpu_seconds()
+    pages = [gpu_check.rel(p) for p in gpu_check.book_pages()]
+    assert sorted(known) == sorted(pages)
+    assert all(s > 0 for s in known.values())
+
+
+def test_the_cpu_figures_are_read_from_the_builds_log(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import execute_pages as E
+
+    log = tmp_path / "execute-pages.log"
+    log.write_text(
+        "execute_pages: 3 page(s), 2 at a time, one torch thread each\n  book/01_residual.md: 36 s\n"
+        "  book/x.md: failed (the build runs it again and shows the error)\n  book/intro.md: 3 s\n"
+        "execute_pages: 2 page(s) executed in 39 s (39 s of page time), 1 failed\n"
+    )
+    blob = E.record(log, tmp_path / "out.json")
+    assert blob["seconds"] == {"book/01_residual.md": 36.0, "book/intro.md": 3.0} and blob["jobs"] == 2
+    assert "cores" in blob["machine"]
+    log.write_text("some other log\n")
+    with pytest.raises(ValueError, match="not a log of tools/execute_pages.py"):
+        E.record(log, tmp_path / "out.json")
+
+
+def test_the_bench_runs_cheap_rows_first_and_a_failing_lever_is_a_figure_not_the_end():
+    plan = gpu_check.bench_plan(False)
+    modes = [m for _, m, _ in plan]
+    assert modes.index("compiled") > max(i for i, m in enumerate(modes) if m == "eager")  # compiles last
+    assert {lv for _, _, lv in plan} == {"", *gpu_check.BENCH_LEVERS}
+    assert {(b, m) for b, m, lv in plan if not lv} == {(16, "eager"), (32, "eager"), (16, "compiled"), (32, "compiled")}
+    from andrea.views import bench_gpu as G
+
+    res = gpu_check.run_bench(
+        G.STAND_IN, "cpu", [(2, "eager", ""), (2, "eager", "cudnn-attention")], 16, None, None, 1, 0
+    )
+    assert res["ok"] and "cudnn-attention failed: ValueError" in res["figures"]
+    assert "goals: ratio >= 1.05" in res["figures"] and len(res["lines"]) == 3
+
+
+def test_the_bench_goals_are_read_from_the_rows():
+    from andrea.views.bench_gpu import Row
+
+    good = [Row(16, 1024, m, 110.0, 100.0, 0.4, 0.5) for m in ("eager", "compiled")]
+    good += [Row(32, 1024, "compiled", 110.0, 100.0, 0.46, 0.5)]
+    assert gpu_check.bench_goals(good) == "goals: ratio >= 1.05 met; MFU at B=32 compiled 46.0% (goal 45 %)"
+    bad = good[:2] + [Row(32, 1024, "compiled", 101.0, 100.0, 0.40, 0.5)]
+    assert "not met (B=32 compiled x1.010)" in gpu_check.bench_goals(bad) and "40.0%" in gpu_check.bench_goals(bad)

@@ -12,6 +12,11 @@ in the usual way. It prints the seconds per page.
 
     python tools/execute_pages.py            # what tools/build_book.sh runs before jupyter-book
     python tools/execute_pages.py --jobs 1   # one page at a time
+    python tools/execute_pages.py --record _build/execute-pages.log   # its seconds into CPU_SECONDS
+
+The build keeps this tool's output in ``_build/execute-pages.log``; ``--record`` turns such a log into
+``tools/cpu_page_seconds.json`` (committed), the CPU figures that the GPU check's ``chapters`` step compares
+each page's seconds on the GPU machine against.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "_build" / ".jupyter_cache"
 TIMEOUT = 600  # seconds per cell, as _config.yml's execution_timeout
+CPU_SECONDS = ROOT / "tools" / "cpu_page_seconds.json"
 ONE_THREAD = {"ANDREA_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # Seconds per page on one thread of a 2-core machine, measured by this tool (the order only: the longest
 # pages start first, so that the two workers finish together; a page not listed goes by its size).
@@ -37,6 +45,41 @@ MEASURED_SECONDS = {
     "08_trained": 25, "02_layernorm": 23, "06_stack": 21, "04_mlp": 14, "05_gelu": 12, "lab1_gradient_flow": 12,
     "intro": 3,
 }  # fmt: skip
+
+
+def parse_log(text: str) -> dict:
+    """What a log of this tool says: pages at a time, threads per page, and each executed page's seconds
+    (a page that failed has none). A log without its header line is refused, naming what it lacks."""
+    head = re.search(r"execute_pages: (\d+) page\(s\), (\d+) at a time, one torch thread each", text)
+    if head is None:
+        raise ValueError("not a log of tools/execute_pages.py: no line 'execute_pages: N page(s), J at a time, ...'")
+    seconds = {m[1]: float(m[2]) for m in re.finditer(r"^  (\S+): (\d+) s$", text, re.M)}
+    if not seconds:
+        raise ValueError("the log names no executed page ('  book/x.md: 12 s')")
+    return {"pages_in_log": int(head[1]), "jobs": int(head[2]), "threads": 1, "seconds": seconds}
+
+
+def cpu_model() -> str:
+    """This machine's CPU as /proc/cpuinfo names it (else platform's word), and its core count."""
+    try:
+        name = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)[1].strip()
+    except (OSError, TypeError):
+        name = platform.processor() or platform.machine()
+    return f"{name}, {os.cpu_count()} cores"
+
+
+def record(log: Path, out: Path = CPU_SECONDS) -> dict:
+    """Write ``out`` from a build's log: the CPU figures the GPU check compares the pages against."""
+    blob = parse_log(log.read_text())
+    blob = {
+        "what": "seconds per page of the book's CPU build (tools/execute_pages.py), for the GPU check's chapters step",
+        "log": str(log.resolve().relative_to(ROOT) if log.resolve().is_relative_to(ROOT) else log),
+        "log_time": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(log.stat().st_mtime)),
+        "machine": cpu_model(),
+        **blob,
+    }
+    out.write_text(json.dumps(blob, indent=1) + "\n")
+    return blob
 
 
 def read_page(path: Path):
@@ -75,9 +118,14 @@ def _execute_one(page: Path, out: Path) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tools/execute_pages.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="pages at a time (default: the cores)")
+    p.add_argument("--record", type=Path, metavar="LOG", help=f"write {CPU_SECONDS.name} from a log of this tool")
     p.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.record:
+        blob = record(a.record)
+        print(f"{CPU_SECONDS.relative_to(ROOT)}: {len(blob['seconds'])} pages from {a.record} ({blob['machine']})")
+        return 0
     if a.one:
         return _execute_one(a.one, a.out)
     if a.jobs < 1:

@@ -87,6 +87,7 @@ TOLERANCES = {
 # float format's resolution ("rounding": compared by size, whatever its name), does it come after live
 # training ("trained"), or is it a wall-clock timing ("timing")?
 GLUE_KINDS: dict[str, dict[str, str]] = {
+    "intro": {"exact": "book_device reader_device"},  # where the pages' models and a reader's own ran
     "attention": {
         "exact": (
             "block even_fresh_min even_head even_max_block even_min_block fresh_max head hs n_head "

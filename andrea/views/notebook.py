@@ -40,7 +40,11 @@ def glue(name: str, value: Any, fmt: str | None = None) -> None:
 
 
 def setup(seed: int = 0, threads: int | None = None) -> str:
-    """Seed everything, keep torch to the machine's cores, pick the device; returns the device.
+    """Seed everything, keep torch to the machine's cores; returns the device the page's models run on.
+
+    That device is ``andrea.device.book_device()`` (the CPU, where the book's many small models run fastest,
+    also on a machine with a GPU), not ``pick_device()``, which stays the choice for a reader's own model
+    (the introduction glues both).
 
     ``threads`` (or ``$ANDREA_THREADS``; default: the machine's cores, at most 4) sets torch's thread
     count: ``tools/portable.py`` uses it to run the book as a machine with fewer cores would."""
@@ -49,8 +53,10 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
 
     import matplotlib.pyplot as plt
 
-    from ..device import pick_device
+    from ..device import book_device
     from .plots import STYLE
+
+    device = book_device()
 
     random.seed(seed)
     np.random.seed(seed)
@@ -63,7 +69,7 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
     try:
         from IPython import get_ipython
     except ImportError:  # plain Python: no inline figures to format
-        return pick_device()
+        return device
     ip = get_ipython()
     if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":  # a Jupyter kernel: inline figures
         # Not cosmetic: the site's tests read the legibility audit this formatter writes into each PNG,
@@ -74,7 +80,7 @@ def setup(seed: int = 0, threads: int | None = None) -> str:
 
         plt.close(plt.figure())  # the inline backend registers its formatter on the first figure
         show_legibly(ip)  # ... which this replaces: legible fonts, and an audit the site's tests read
-    return pick_device()
+    return device
 
 
 # A claims table's own label, not a verdict: a pattern that exploration runs show and that no rule,
