@@ -24,9 +24,9 @@ def test_without_cuda_every_step_is_skipped_and_the_exit_status_is_0(tmp_path):
     )
     assert r.returncode == 0
     assert "No CUDA device is present" in r.stdout
-    for step in gpu_check.STEPS:
+    for step in gpu_check.FIRST_RUN:  # a plain run: the second run's steps are a command of their own
         assert f"{step}" in r.stdout
-    assert r.stdout.count("skipped: no CUDA") == len(gpu_check.STEPS)
+    assert r.stdout.count("skipped: no CUDA") == len(gpu_check.FIRST_RUN)
     assert f"report written to {out}" in r.stdout and "skipped: no CUDA" in out.read_text()
 
 
@@ -83,15 +83,26 @@ def on_a_gpu_section() -> str:
 
 def test_the_device_command_fits_the_lease_and_the_readme_gives_it_exactly():
     assert set(gpu_check.TIMEOUTS) == set(gpu_check.STEPS) == set(gpu_check.REHEARSE_TIMEOUTS)
-    assert sum(gpu_check.TIMEOUTS.values()) <= gpu_check.BUDGET_S
+    first, second = gpu_check.FIRST_RUN, gpu_check.SECOND_RUN
+    assert set(first) | set(second) == set(gpu_check.STEPS) and not set(first) & set(second)
+    assert sum(gpu_check.TIMEOUTS[s] for s in first) <= gpu_check.BUDGET_S
     assert gpu_check.BUDGET_S + gpu_check.SETUP_ALLOWANCE_S <= 8 * 60 < gpu_check.DEVICE_TIMEOUT_S <= 600
     # one full run and a rerun of its longest step fit in the 15 minutes, with 2 minutes to start a machine
-    assert 120 + 8 * 60 + max(gpu_check.TIMEOUTS.values()) + 60 <= 15 * 60
+    assert 120 + 8 * 60 + max(gpu_check.TIMEOUTS[s] for s in first) + 60 <= 15 * 60
+    # the second command (train-long): its steps within the budget and, with the setup, within its timeout_s;
+    # after the first command in the same lease (when nothing needs a rerun), or in a lease of its own twice
+    long_run = sum(gpu_check.TIMEOUTS[s] for s in second) + gpu_check.SETUP_ALLOWANCE_S
+    assert sum(gpu_check.TIMEOUTS[s] for s in second) <= gpu_check.BUDGET_S
+    assert long_run <= gpu_check.LONG_DEVICE_TIMEOUT_S <= 600
+    assert 120 + 8 * 60 + long_run <= 15 * 60 and 120 + 2 * long_run <= 15 * 60
     assert 2 * gpu_check.DDP_TIMEOUT < gpu_check.TIMEOUTS["ddp"]
     readme = on_a_gpu_section()
     assert "`command`: `bash tools/gpu_device.sh`" in readme
     assert '`carry`: `[".whl"]`' in readme and f"`timeout_s`: `{gpu_check.DEVICE_TIMEOUT_S}`" in readme
     assert f"within {gpu_check.BUDGET_S} s" in readme
+    assert f"`bash tools/gpu_device.sh --only {' '.join(second)}`" in readme
+    assert f"`timeout_s`: `{gpu_check.LONG_DEVICE_TIMEOUT_S}`" in readme
+    assert f"{gpu_check.TIMEOUTS['train-long']} s" in readme and f"{gpu_check.LONG['time_limit']} s" in readme
     n = len(gpu_wheels.carried())
     assert f"the {n} wheels of `tools/gpu_wheels.txt`" in readme
 
@@ -150,7 +161,11 @@ def test_one_budget_bounds_the_whole_check(tmp_path, monkeypatch):
 
     monkeypatch.setattr(gpu_check, "run_step", step)
     assert gpu_check.main(["--out", str(tmp_path / "a.log")]) == 0
-    assert given == gpu_check.TIMEOUTS  # the default budget holds every step's own timeout
+    # the default budget holds every step's own timeout; the second run's steps are left out
+    assert given == {s: gpu_check.TIMEOUTS[s] for s in gpu_check.FIRST_RUN}
+    given.clear()
+    assert gpu_check.main(["--out", str(tmp_path / "c.log"), "--only", *gpu_check.SECOND_RUN]) == 0
+    assert given == {s: gpu_check.TIMEOUTS[s] for s in gpu_check.SECOND_RUN}
     given.clear()
     clock[0] = 0.0
     # a budget that ends 5 s into the third step: it is cut to what is left, and the last three never start
@@ -215,7 +230,7 @@ def test_the_rehearsal_passes_on_the_device_packages_and_fails_without_one_carri
     assert "torch 2.13.0" in head.splitlines()[0] and "every requirement of theirs is met" in head
     tables = (tmp_path / "ok" / "gpu-check-table.txt").read_text()
     steps, rehearsal = tables.split("\nrehearsal\n")
-    assert steps.count("skipped: no CUDA") == len(gpu_check.STEPS)
+    assert steps.count("skipped: no CUDA") == len(gpu_check.FIRST_RUN)  # the rehearsal: the second run's too
     assert [ln.split()[1] for ln in rehearsal.splitlines()[2:]] == ["pass"] * len(gpu_check.STEPS)
     assert "kernel of this python imported the chapter's" in rehearsal
     # the very folder that travels (.whl/, cp312) installs and imports on a Python 3.12, where there is one
@@ -227,3 +242,45 @@ def test_the_rehearsal_passes_on_the_device_packages_and_fails_without_one_carri
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "No module named 'altair'" in out, out[-6000:]
     need(gpu_wheels.find_python(gpu_wheels.DEVICE_PY) is not None, "a python3.12 (rehearses .whl/ itself)")
+
+
+# ---------------------------------------------------------------------------------------------
+# train-long: the full model on the manuals for about 3 minutes (issue 50)
+# ---------------------------------------------------------------------------------------------
+STOPPED = """\
+stopped early at step 1400: the held-out loss rose 3 evaluations in a row (--patience 3); best held-out loss \
+3.412 at step 800 (/tmp/x/best.pt); val loss 3.598, 401,234 tokens/s; checkpoint: /tmp/x/last.pt (step 1400)
+held-out loss by step: 200 5.101, 400 4.020, 600 3.600, 800 3.412, 1000 3.450, 1200 3.500, 1400 3.598
+after the first step: 560,001 tokens/s (evaluations and checkpoints included)
+samples from best.pt (step 800):
+--- sample 1 ---
+ the module
+provides"""
+
+
+def test_the_long_runs_words_are_read_from_the_command_lines_end():
+    said = gpu_check.read_long(STOPPED)
+    assert said["curve"][0] == (200, 5.101) and said["curve"][-1] == (1400, 3.598) and len(said["curve"]) == 7
+    assert said["best"] == (800, 3.412) and said["steady"] == 560001 and said["overall"] == 401234
+    assert said["end"].startswith("stopped early at step 1400") and said["sample"] == "the module\nprovides"
+    words = gpu_check.long_figures(said, {"chapter8": 3.56, "unigram": 6.77}, "run")
+    assert "560,001 tok/s after step 1 (401,234 with it)" in words
+    assert "held-out by step: 200 5.10, 400 4.02" in words
+    assert "best 3.412 at step 800 vs chapter 8's model 3.56 and the unigram level 6.77" in words
+    assert gpu_check.read_long("Traceback ...")["curve"] == []
+
+
+def test_the_long_runs_command_is_the_training_command_line_on_the_manuals():
+    cmd = gpu_check.long_command("cuda", "andrea-120m", gpu_check.LONG, "/tmp/o", compile=True)
+    assert cmd[1:5] == ["-m", "andrea.training.train", "--preset", "andrea-120m"]
+    assert cmd[cmd.index("--data") + 1] == "manuals" and "--compile" in cmd
+    assert cmd[cmd.index("--time-limit") + 1] == str(gpu_check.LONG["time_limit"])
+    # its time limit, with the estimated start and end, fits the step's timeout
+    assert gpu_check.LONG["time_limit"] + 10 + 20 + 10 + 15 <= gpu_check.TIMEOUTS["train-long"]
+
+
+def test_the_long_runs_stand_in_trains_on_the_manuals_on_the_cpu():
+    """--rehearse's stand-in: the levels, the command line on the manuals, a tiny model, 6 steps."""
+    words = gpu_check.rehearse_train_long()
+    assert "held-out by step: 2 " in words and ", 6 " in words and "unigram level 6.77" in words
+    assert "chapter 8's model 3.56" in words and "sample: " in words and "done: step 6" in words

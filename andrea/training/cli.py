@@ -246,6 +246,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         print(f"done: step {result.steps_done}, {val}, {tok_s}; checkpoint: {ckpt}")
         print(watch.summary())
+    print(f"held-out loss by step: {watch.curve_text()}")
+    steady = watch.steady_tokens_per_s(train_cfg.batch_size * train_cfg.seq_len * world)
+    if math.isfinite(steady):
+        print(f"after the first step: {steady:,.0f} tokens/s (evaluations and checkpoints included)")
     model = result.model
     if a.samples and watch.best is not None and watch.path is not None and watch.best[0] != result.steps_done:
         model = Andrea.load(watch.path, map_location=result.model.device)

@@ -76,6 +76,8 @@ class HeldOutWatch:
         self.rises = 0  # evaluations in a row whose loss rose above the previous one
         self.stopped_at: Optional[int] = None  # the step after which it asked the loop to stop
         self.why = ""  # and why: "rising" or "time"
+        self._first: Optional[tuple[int, float]] = None  # (step, time) at the first and the latest step
+        self._last: Optional[tuple[int, float]] = None
 
     def resume_from(self, out: Path) -> None:
         """Continue a resumed run's best: read ``out/best.pt``'s step and loss (its count of rises restarts)."""
@@ -86,6 +88,10 @@ class HeldOutWatch:
 
     def callback(self, step: int, loss: float) -> None:
         self.step = step
+        now = time.perf_counter()
+        self._last = (step, now)
+        if self._first is None:
+            self._first = (step, now)
         if self._fresh and self.path is not None:
             self.path.unlink(missing_ok=True)  # another run's, kept until this run held the folder's lock
             self._fresh = False
@@ -113,6 +119,17 @@ class HeldOutWatch:
         if self.patience and self.rises >= self.patience and self.stopped_at is None:
             self._stop("rising")
         return {"val_loss": loss, "best_step": self.best[0], "best_val_loss": self.best[1], "rises": self.rises}
+
+    def steady_tokens_per_s(self, tokens_per_step: int) -> float:
+        """Tokens per second from the end of the first step (a compilation's) to the latest one, evaluations and
+        checkpoints included; NaN before two steps."""
+        if self._first is None or self._last is None or self._last[0] <= self._first[0]:
+            return float("nan")
+        return (self._last[0] - self._first[0]) * tokens_per_step / (self._last[1] - self._first[1])
+
+    def curve_text(self) -> str:
+        """The held-out losses so far, as 'step loss' pairs."""
+        return ", ".join(f"{step} {loss:.3f}" for step, loss in self.curve) or "none yet"
 
     def _stop(self, why: str) -> None:
         if self.step >= self.t.steps:  # the last step: the run ends here anyway
