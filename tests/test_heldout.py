@@ -178,3 +178,27 @@ def test_an_altered_tokenizer_is_refused_by_name(tmp_path, monkeypatch):
     bad.unlink()
     with pytest.raises(FileNotFoundError, match="tokenizer.json.*is missing"):
         manuals.book_tokenizer()
+
+
+def test_under_ddp_every_process_stops_at_the_same_step(tmp_path):
+    """Two processes (gloo on the CPU): the time limit is agreed at the first validation, so neither process
+    waits for a step the other never takes (the test would hang until its timeout)."""
+    import os
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("residual streams add; LayerNorm standardises; GELU is smooth. " * 300)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29541"]
+    argv = ["-m", "andrea.training.train", "--preset", "tiny-bytes", "--corpus", str(corpus), "--device", "cpu"]
+    argv += ["--steps", "50", "--eval-every", "2", "--batch-size", "2", "--time-limit", "0.001", "--samples", "0"]
+    r = subprocess.run(
+        [*torchrun, *argv, "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("stopped at step 2: the time limit of 0.001 s was reached") == 1, r.stdout
+    assert read_checkpoint(tmp_path / "run" / "last.pt")["extra"]["step"] == 2

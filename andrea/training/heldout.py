@@ -12,7 +12,9 @@ stays as it is:
   asks the loop to stop, as Ctrl-C would: the loop stops before its next step and saves ``last.pt``.
 
 With ``time_limit``, the callback asks the same once that many seconds have passed since the watch was made
-(a compilation included). ``fresh`` removes another run's ``best.pt`` at the first step (the lock then held).
+(a compilation included). Under DDP both decisions are taken at validations, where every process is, and
+agreed by an all-reduce: one process stopping a step before the others would leave them waiting for it.
+``fresh`` removes another run's ``best.pt`` at the first step (the lock then held).
 
 ``best.pt`` holds the weights and config (``Andrea.load`` reads it) with ``extra``: the step, its held-out
 loss, the training settings and the corpus digest. It is for using the model; ``--resume`` continues from
@@ -95,7 +97,7 @@ class HeldOutWatch:
         if self._fresh and self.path is not None:
             self.path.unlink(missing_ok=True)  # another run's, kept until this run held the folder's lock
             self._fresh = False
-        if self.time_limit is not None and self.stopped_at is None:
+        if self.time_limit is not None and self.stopped_at is None and _world() == 1:  # DDP: at evaluations
             if time.perf_counter() - self._t0 >= self.time_limit:
                 self._stop("time")
 
@@ -116,8 +118,12 @@ class HeldOutWatch:
                         "data_digest": getattr(self.data, "digest", ""),
                     },
                 )
-        if self.patience and self.rises >= self.patience and self.stopped_at is None:
-            self._stop("rising")
+        rising = bool(self.patience) and self.rises >= self.patience
+        late = self.time_limit is not None and time.perf_counter() - self._t0 >= self.time_limit
+        if _world() > 1:  # every process validates at this step: they agree here on stopping, or none would
+            rising, late = self._on_any_rank(rising, late)
+        if self.stopped_at is None and (rising or late):
+            self._stop("rising" if rising else "time")
         return {"val_loss": loss, "best_step": self.best[0], "best_val_loss": self.best[1], "rises": self.rises}
 
     def steady_tokens_per_s(self, tokens_per_step: int) -> float:
@@ -130,6 +136,15 @@ class HeldOutWatch:
     def curve_text(self) -> str:
         """The held-out losses so far, as 'step loss' pairs."""
         return ", ".join(f"{step} {loss:.3f}" for step, loss in self.curve) or "none yet"
+
+    def _on_any_rank(self, *flags: bool) -> list:
+        """Under DDP: each flag true if it is true in any process (an all-reduce, at a step all processes reach)."""
+        import torch.distributed as dist
+
+        where = self.device if dist.get_backend() == "nccl" else torch.device("cpu")
+        t = torch.tensor([int(f) for f in flags], device=where)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return [bool(v) for v in t.tolist()]
 
     def _stop(self, why: str) -> None:
         if self.step >= self.t.steps:  # the last step: the run ends here anyway
@@ -151,6 +166,12 @@ class HeldOutWatch:
             f"stopped early at step {self.stopped_at}: the held-out loss rose {self.rises} evaluations in a row "
             f"(--patience {self.patience}); {best}{where}"
         )
+
+
+def _world() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
 def _ask_to_stop() -> None:
