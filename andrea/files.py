@@ -195,7 +195,7 @@ def code_hash(source: str) -> str:
 
 
 def source_hash(modules: Iterable[str]) -> str:
-    """Combined ``code_hash`` of ``andrea`` modules given by name (e.g. ``["model", "trained.corpus"]``)."""
+    """Combined ``code_hash`` of ``andrea`` modules given by name (e.g. ``["model", "training.manuals"]``)."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for name in sorted(modules):

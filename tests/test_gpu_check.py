@@ -90,15 +90,26 @@ def test_the_device_command_fits_the_lease_and_the_readme_gives_it_exactly():
         assert sum(gpu_check.TIMEOUTS[s] for s in run) <= gpu_check.BUDGET_S, run
     assert gpu_check.BUDGET_S + gpu_check.SETUP_ALLOWANCE_S <= 8 * 60 < gpu_check.DEVICE_TIMEOUT_S <= 600
     # one full run and a rerun of its longest step fit in the 15 minutes, with 2 minutes to start a machine
-    assert 120 + 8 * 60 + max(gpu_check.TIMEOUTS.values()) + 60 <= 15 * 60
+    check = gpu_check.RUNS["check"]
+    assert 120 + 8 * 60 + max(gpu_check.TIMEOUTS[s] for s in check) + 60 <= 15 * 60
+    # the other commands ("speed", "long"): each within its timeout_s with the setup; after "check" in the same
+    # lease (when nothing needs a rerun), or in a lease of their own twice
+    for name, run in gpu_check.RUNS.items():
+        if name == "check":
+            continue
+        short = sum(gpu_check.TIMEOUTS[s] for s in run) + gpu_check.SETUP_ALLOWANCE_S
+        assert short <= gpu_check.SHORT_DEVICE_TIMEOUT_S <= 600, name
+        assert 120 + 8 * 60 + short <= 15 * 60 and 120 + 2 * short <= 15 * 60, name
     assert 2 * gpu_check.DDP_TIMEOUT < gpu_check.TIMEOUTS["ddp"]
     readme = on_a_gpu_section()
     assert "`command`: `bash tools/gpu_device.sh`" in readme
     assert '`carry`: `[".whl"]`' in readme and f"`timeout_s`: `{gpu_check.DEVICE_TIMEOUT_S}`" in readme
     assert f"within {gpu_check.BUDGET_S} s" in readme
-    for name, run in gpu_check.RUNS.items():  # the README gives each run's command
+    for name, run in gpu_check.RUNS.items():  # the README gives each run's command and timeout_s
         cmd = "`bash tools/gpu_device.sh`" if name == "check" else f"`bash tools/gpu_device.sh --only {' '.join(run)}`"
         assert cmd in readme, cmd
+    assert f"`timeout_s`: `{gpu_check.SHORT_DEVICE_TIMEOUT_S}`" in readme
+    assert f"{gpu_check.TIMEOUTS['train-long']} s" in readme and f"{gpu_check.LONG['time_limit']} s" in readme
     n = len(gpu_wheels.carried())
     assert f"the {n} wheels of `tools/gpu_wheels.txt`" in readme
 
@@ -159,6 +170,9 @@ def test_one_budget_bounds_the_whole_check(tmp_path, monkeypatch):
     assert gpu_check.main(["--out", str(tmp_path / "a.log")]) == 0
     check = gpu_check.RUNS["check"]
     assert given == {s: gpu_check.TIMEOUTS[s] for s in check}  # the default run; the budget holds each timeout
+    given.clear()
+    assert gpu_check.main(["--out", str(tmp_path / "c.log"), "--only", *gpu_check.RUNS["long"]]) == 0
+    assert given == {s: gpu_check.TIMEOUTS[s] for s in gpu_check.RUNS["long"]}
     given.clear()
     clock[0] = 0.0
     # a budget that ends 5 s into the third step: it is cut to what is left, and the last three never start
@@ -227,7 +241,7 @@ def test_the_rehearsal_passes_on_the_device_packages_and_fails_without_one_carri
     assert "torch 2.13.0" in head.splitlines()[0] and "every requirement of theirs is met" in head
     tables = (tmp_path / "ok" / "gpu-check-table.txt").read_text()
     steps, rehearsal = tables.split("\nrehearsal\n")
-    assert steps.count("skipped: no CUDA") == len(gpu_check.STEPS)
+    assert steps.count("skipped: no CUDA") == len(gpu_check.STEPS)  # a rehearsal covers every run's steps
     assert [ln.split()[1] for ln in rehearsal.splitlines()[2:]] == ["pass"] * len(gpu_check.STEPS)
     assert "kernel of this python imported the pages'" in rehearsal and "2 of 2 pages in" in rehearsal
     assert "stand-in model on the CPU: B=2 eager x" in rehearsal
@@ -319,3 +333,45 @@ def test_the_bench_goals_are_read_from_the_rows():
     assert gpu_check.bench_goals(good) == "goals: ratio >= 1.05 met; MFU at B=32 compiled 46.0% (goal 45 %)"
     bad = good[:2] + [Row(32, 1024, "compiled", 101.0, 100.0, 0.40, 0.5)]
     assert "not met (B=32 compiled x1.010)" in gpu_check.bench_goals(bad) and "40.0%" in gpu_check.bench_goals(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# train-long: the full model on the manuals for about 3 minutes (issue 50)
+# ---------------------------------------------------------------------------------------------
+STOPPED = """\
+stopped early at step 1400: the held-out loss rose 3 evaluations in a row (--patience 3); best held-out loss \
+3.412 at step 800 (/tmp/x/best.pt); val loss 3.598, 401,234 tokens/s; checkpoint: /tmp/x/last.pt (step 1400)
+held-out loss by step: 200 5.101, 400 4.020, 600 3.600, 800 3.412, 1000 3.450, 1200 3.500, 1400 3.598
+after the first step: 560,001 tokens/s (evaluations and checkpoints included)
+samples from best.pt (step 800):
+--- sample 1 ---
+ the module
+provides"""
+
+
+def test_the_long_runs_words_are_read_from_the_command_lines_end():
+    said = gpu_check.read_long(STOPPED)
+    assert said["curve"][0] == (200, 5.101) and said["curve"][-1] == (1400, 3.598) and len(said["curve"]) == 7
+    assert said["best"] == (800, 3.412) and said["steady"] == 560001 and said["overall"] == 401234
+    assert said["end"].startswith("stopped early at step 1400") and said["sample"] == "the module\nprovides"
+    words = gpu_check.long_figures(said, {"chapter8": 3.56, "unigram": 6.77}, "run")
+    assert "560,001 tok/s after step 1 (401,234 with it)" in words
+    assert "held-out by step: 200 5.10, 400 4.02" in words
+    assert "best 3.412 at step 800 vs chapter 8's model 3.56 and the unigram level 6.77" in words
+    assert gpu_check.read_long("Traceback ...")["curve"] == []
+
+
+def test_the_long_runs_command_is_the_training_command_line_on_the_manuals():
+    cmd = gpu_check.long_command("cuda", "andrea-120m", gpu_check.LONG, "/tmp/o", compile=True)
+    assert cmd[1:5] == ["-m", "andrea.training.train", "--preset", "andrea-120m"]
+    assert cmd[cmd.index("--data") + 1] == "manuals" and "--compile" in cmd
+    assert cmd[cmd.index("--time-limit") + 1] == str(gpu_check.LONG["time_limit"])
+    # its time limit, with the estimated start and end, fits the step's timeout
+    assert gpu_check.LONG["time_limit"] + 10 + 20 + 10 + 15 <= gpu_check.TIMEOUTS["train-long"]
+
+
+def test_the_long_runs_stand_in_trains_on_the_manuals_on_the_cpu():
+    """--rehearse's stand-in: the levels, the command line on the manuals, a tiny model, 6 steps."""
+    words = gpu_check.rehearse_train_long()
+    assert "held-out by step: 2 " in words and ", 6 " in words and "unigram level 6.77" in words
+    assert "chapter 8's model 3.56" in words and "sample: " in words and "done: step 6" in words

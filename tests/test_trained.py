@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from andrea.trained import corpus, inside, probes
+from andrea.trained import inside, probes
 from andrea.trained import model as trained
+from andrea.training import manuals as corpus
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ chapters and andrea import and runs a trivial cell, then two small pages execute
 the step does; for the bench, its stand-in model eager and compiled, and the levers the CPU can run),
 so that a package missing here fails the rehearsal.
 
-The steps, in two device runs (RUNS) that each fit BUDGET_S (each step's timeout in TIMEOUTS):
+The steps, in three device runs (RUNS) that each fit BUDGET_S (each step's timeout in TIMEOUTS):
 the run "check" (the default; about 5 minutes on one H100/H200-class GPU)
   tests       the device-generic tests (tests/test_device.py) on cuda
   agreement   CPU vs CUDA: the same seed and batch give the same gradient_flow report (fp32, TF32
@@ -34,6 +34,10 @@ the run "check" (the default; about 5 minutes on one H100/H200-class GPU)
 the run "speed" (`--only bench`)
   bench       ANDREA's step against the torch-modules reference (andrea.views.bench_gpu), eager and
               compiled, B=16 and B=32, and the cheap levers one by one at B=32 eager
+the run "long" (`--only train-long`)
+  train-long  about 3 minutes of `python -m andrea.training.train --preset andrea-120m --compile` on the
+              manuals: tokens/s, held-out loss against steps, the best held-out loss against chapter 8's
+              model and the manuals' unigram level, one sample
 """
 
 from __future__ import annotations
@@ -74,13 +78,15 @@ BF16_PEAK = {
     "V100": 125e12,
 }
 AGREE = {"gradient_flow_rtol": 1e-3, "loss_atol_bf16": 0.05}  # stated tolerances (see step_agreement)
-STEPS = ("tests", "agreement", "train-120m", "ddp", "explorer", "chapters", "bench")
-# Two device commands, each within BUDGET_S: `bash tools/gpu_device.sh` runs "check", `... --only bench`
-# runs "speed" (README, "On a GPU"). With the machine's start-up (2-3 min), both fit one 15-minute lease
-# when the first passes; a failed step is rerun in the second's place.
+STEPS = ("tests", "agreement", "train-120m", "ddp", "explorer", "chapters", "bench", "train-long")
+# Three device commands, each within BUDGET_S: `bash tools/gpu_device.sh` runs "check" (`timeout_s`
+# DEVICE_TIMEOUT_S); `... --only bench` runs "speed" and `... --only train-long` runs "long" (each `timeout_s`
+# SHORT_DEVICE_TIMEOUT_S; README, "On a GPU"). With the machine's start-up (2-3 min), one 15-minute lease holds
+# "check" and one of the other two when nothing needs a rerun; a session runs them in the order the issue needs.
 RUNS = {
     "check": ("tests", "agreement", "train-120m", "ddp", "explorer", "chapters"),
     "speed": ("bench",),
+    "long": ("train-long",),
 }
 # Sized for the lent machine's lease (15 minutes of device time, all tries together): each run's steps fit in
 # BUDGET_S; with the install of the carried wheels and two imports of torch the device command ends within
@@ -94,6 +100,10 @@ RUNS = {
 # 16 cores, the pages' models on the CPU, plus kernel starts: about 90 s; bench, 4 compiles of a 120M
 # model (25-45 s each, from train-120m's 34-58 s for one) and 7 eager rows of 13 steps of under 0.1 s: about
 # 150-210 s.
+# train-long: an estimate until measured, from the H200 figures of issue 50 (ANDREA-120M compiled at
+# B=32 x 1024: 545-600 k tok/s, about 17 steps/s): 10 s to import torch and andrea, 20 s to tokenize the
+# manuals and count the unigram and bigram levels, 10 s for the command line to start, its --time-limit
+# of LONG["time_limit"] s (compilation, about 40 s, included), 15 s for the last checkpoint and the sample.
 TIMEOUTS = {
     "tests": 45,
     "agreement": 30,
@@ -102,10 +112,12 @@ TIMEOUTS = {
     "explorer": 25,
     "chapters": 150,
     "bench": 240,
+    "train-long": 240,
 }
 BUDGET_S = 420  # a run stops here: a step gets min(its timeout, what is left)
 DEVICE_TIMEOUT_S = 540  # the run's timeout_s (README); the command itself ends by 480 s
 SETUP_ALLOWANCE_S = 60  # the device command before the steps: torch imported twice, the wheels installed
+SHORT_DEVICE_TIMEOUT_S = 330  # "speed" and "long": the step's timeout and SETUP_ALLOWANCE_S, rounded up
 REHEARSE_TIMEOUTS = {
     "tests": 300,
     "agreement": 180,
@@ -114,10 +126,16 @@ REHEARSE_TIMEOUTS = {
     "explorer": 180,
     "chapters": 300,
     "bench": 300,
+    "train-long": 300,
 }
 BENCH_LEVERS = ("pad-vocab", "cudnn-attention", "chunked-loss")  # cheap: eager, B=32 (max-autotune is not)
 PAGE_THREADS = 2  # torch threads per page in the chapters step (the CPU build: 1, two pages at a time)
 CPU_SECONDS = ROOT / "tools" / "cpu_page_seconds.json"  # tools/execute_pages.py --record
+# The long run: the preset's batch (32 x 1024) and schedule cut to LONG["steps"]; --time-limit stops it
+# (saving last.pt) if the GPU is slower than estimated. At 17 steps/s, 1,800 steps take about 110 s.
+LONG = {"steps": 1800, "eval_every": 200, "time_limit": 160}
+# Its CPU stand-in (--rehearse): the same command line on a tiny model, a few steps, no compilation.
+LONG_STAND_IN = {"steps": 6, "eval_every": 2, "time_limit": 200, "batch_size": 4}
 OPTIONAL_IMPORTS = {"myst_nb"}  # andrea imports it only inside try/except ImportError (the book's glue)
 DDP_TIMEOUT = 30  # each torchrun in the ddp step
 
@@ -578,6 +596,97 @@ def step_bench() -> dict:
     return res
 
 
+def long_command(device: str, preset: str, settings: dict, out: str, compile: bool) -> list:
+    """The training command line on the manuals with the given settings (train-long and its stand-in)."""
+    cmd = [PY, "-m", "andrea.training.train", "--preset", preset, "--data", "manuals", "--device", device]
+    for key, value in settings.items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    return cmd + ["--out", out, "--samples", "1", "--overwrite"] + (["--compile"] if compile else [])
+
+
+def read_long(stdout: str) -> dict:
+    """What the training command line said at its end: tokens/s (over the run, and after its first step), the
+    held-out curve, the best step and loss, how it ended, and the first sample."""
+    said: dict = {"curve": [], "sample": ""}
+    lines = stdout.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.startswith("held-out loss by step: "):
+            pairs = [p.split() for p in ln.split(": ", 1)[1].split(", ") if len(p.split()) == 2]
+            said["curve"] = [(int(s), float(v)) for s, v in pairs]
+        elif ln.startswith("after the first step: "):
+            said["steady"] = float(ln.split(": ", 1)[1].split()[0].replace(",", ""))
+        elif ln.startswith(("done: ", "stopped ", "interrupted ", "diverged ")):
+            said["end"] = ln.split(";")[0]
+            found = re.search(r"([\d,]+) tokens/s", ln)
+            if found:
+                said["overall"] = float(found.group(1).replace(",", ""))
+        if "best held-out loss " in ln:
+            found = re.search(r"best held-out loss ([\d.]+) at step (\d+)", ln)
+            if found:
+                said["best"] = (int(found.group(2)), float(found.group(1)))
+        if ln == "--- sample 1 ---":
+            said["sample"] = "\n".join(lines[i + 1 :]).strip()
+    return said
+
+
+def run_long(device: str, preset: str, settings: dict, timeout: float, compile: bool) -> tuple:
+    """Run the long training command; (its words, its return code, its output's last lines)."""
+    cmd = long_command(device, preset, settings, tempfile.mkdtemp(prefix="andrea-long-"), compile)
+    try:
+        r = run_bounded(cmd, timeout, env=child_env(PYTHONUNBUFFERED="1"))
+    except subprocess.TimeoutExpired as e:
+        bar = [ln for ln in re.split(r"[\r\n]", _text(e.stderr)) if "step/s" in ln or "s/step" in ln]
+        return {"curve": [], "sample": ""}, None, f"timed out after {timeout:.0f} s; last: {(bar or ['?'])[-1].strip()}"
+    return read_long(r.stdout), r.returncode, (r.stdout + r.stderr)[-3000:]
+
+
+def long_figures(said: dict, levels: dict, what: str) -> str:
+    """The table's words for a long run."""
+    parts = [what]
+    if "steady" in said:
+        parts.append(f"{said['steady']:,.0f} tok/s after step 1 ({said.get('overall', float('nan')):,.0f} with it)")
+    curve = said["curve"]
+    if curve:
+        parts.append("held-out by step: " + ", ".join(f"{s} {v:.2f}" for s, v in curve))
+    if "best" in said:
+        parts.append(
+            f"best {said['best'][1]:.3f} at step {said['best'][0]} vs chapter 8's model {levels['chapter8']:.2f} "
+            f"and the unigram level {levels['unigram']:.2f}"
+        )
+    parts.append(said.get("end", "no end line"))
+    if said["sample"]:
+        parts.append("sample: " + repr(said["sample"][:160]))
+    return "; ".join(parts)
+
+
+def long_levels() -> dict:
+    """What the long run's held-out loss is read against: chapter 8's final held-out loss, from its stored
+    training log, and the manuals' unigram level (cross-entropy of the training split's token frequencies on
+    the held-out split), computed here."""
+    from andrea.trained import model as trained
+    from andrea.training import manuals
+
+    return {
+        "chapter8": float(trained.log()["history"]["val_loss"][-1]),
+        "unigram": trained.baselines(manuals.load())["unigram_ce"],
+    }
+
+
+def step_train_long() -> dict:
+    t0 = time.perf_counter()
+    levels = long_levels()
+    print(json.dumps({"ok": False, "figures": f"levels {levels}; the training command did not end"}), flush=True)
+    left = TIMEOUTS["train-long"] - (time.perf_counter() - t0) - 5
+    said, rc, tail = run_long("cuda", "andrea-120m", LONG, left, compile=True)
+    best = said.get("best", (0, float("nan")))[1]
+    ok = rc == 0 and best < levels["unigram"]
+    what = f"andrea-120m --compile, B=32 x 1024, up to {LONG['steps']} steps or {LONG['time_limit']} s"
+    res = {"ok": ok, "figures": long_figures(said, levels, what)}
+    if not ok:
+        res["log"] = tail
+    return res
+
+
 STEP_FUNCS = {
     "tests": step_tests,
     "agreement": step_agreement,
@@ -586,6 +695,7 @@ STEP_FUNCS = {
     "explorer": step_explorer,
     "chapters": step_chapters,
     "bench": step_bench,
+    "train-long": step_train_long,
 }
 
 
@@ -714,6 +824,15 @@ def rehearse_bench() -> str:
     return "stand-in model on the CPU: " + res["figures"]
 
 
+def rehearse_train_long() -> str:
+    """train-long's code on the CPU: the same levels, the same command line on the manuals, a tiny model."""
+    levels = long_levels()
+    said, rc, tail = run_long("cpu", "tiny", LONG_STAND_IN, REHEARSE_TIMEOUTS["train-long"] - 60, compile=False)
+    if rc != 0 or len(said["curve"]) != LONG_STAND_IN["steps"] // LONG_STAND_IN["eval_every"] or not said["sample"]:
+        raise RuntimeError(f"the long run's stand-in failed (exit {rc}): {said}\n{tail}")
+    return long_figures(said, levels, f"tiny on the CPU, {LONG_STAND_IN['steps']} steps, no compilation")
+
+
 REHEARSE_FUNCS = {
     "tests": rehearse_tests,
     "agreement": rehearse_agreement,
@@ -721,6 +840,7 @@ REHEARSE_FUNCS = {
     "explorer": rehearse_explorer,
     "chapters": rehearse_chapters,
     "bench": rehearse_bench,
+    "train-long": rehearse_train_long,
 }
 
 
@@ -952,7 +1072,7 @@ def main(argv=None) -> int:
             save_tables()
     if a.rehearse:
         log.say("Rehearsal: each step's imports and a CPU stand-in, in this python")
-        for s in steps:
+        for s in a.only or list(STEPS):  # the second run's too
             log.say(f"-- rehearse {s} (timeout {REHEARSE_TIMEOUTS[s]} s)")
             rehearsed[s] = run_step(s, REHEARSE_TIMEOUTS[s], rehearse=True)
             record("rehearsal", s, rehearsed[s])

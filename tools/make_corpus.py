@@ -4,7 +4,7 @@
    topics of ``pydoc_data`` and the docstrings of the standard library's modules (longer than 40
    characters, read from the source files with ``ast``, nothing imported), one document per
    paragraph-separated block. It must be made by Python 3.11 (another Python has other docs).
-2. ``andrea/texts/python-3.11-manuals.jsonl.xz``, chapter 8's corpus (``andrea.trained.corpus``): the
+2. ``andrea/texts/python-3.11-manuals.jsonl.xz``, chapter 8's corpus (``andrea.training.manuals``): the
    reStructuredText sources of Python 3.11's manuals, as Debian's ``python3.11-doc`` installs them
    under ``/usr/share/doc/python3.11/html/_sources`` (PSF License), one JSON line per file (its path
    under ``_sources`` and its text). Kept: the files of the folders in ``corpus.MANUALS``, less
@@ -12,7 +12,7 @@
 
 Shipped, they give every machine and every Python the same text, without an apt package.
 This tool makes both files again and prints their SHA-256s, to put in ``andrea.training.data.DOCS_SHA256``
-and ``andrea.trained.corpus.SHIPPED_SHA256``:
+and ``andrea.training.manuals.SHIPPED_SHA256``:
 
     sudo apt-get install python3.11-doc
     python3.11 tools/make_corpus.py                       # writes both files, prints their SHA-256s
@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from andrea.trained import corpus  # noqa: E402
 from andrea.training import data  # noqa: E402
+from andrea.training import manuals as corpus  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 _SKIP_DIRS = {"test", "tests", "site-packages", "dist-packages", "idlelib", "lib2to3", "turtledemo", "__pycache__"}

@@ -39,8 +39,9 @@ import torch
 from ..files import atomic_write_bytes, atomic_write_text, json_digest
 from ..model.config import ANDREA_120M, AndreaConfig
 from ..model.transformer import Andrea
+from ..training import manuals as corpus
 from ..training.train import TrainConfig, train
-from . import corpus, probes
+from . import probes
 from . import publish as _publish
 from .logcheck import log_problems
 

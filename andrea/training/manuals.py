@@ -1,16 +1,20 @@
-"""The trained model's text: Python's full manuals, shipped with the book.
+"""The manuals corpus: Python's full manuals, shipped with the book, that chapter 8's model trained on.
 
 The reStructuredText sources of the documentation of Python 3.11 (the tutorial, the library and
 language references, the HOWTOs, the FAQ, the C API, "What's new"), as Debian's ``python3.11-doc``
 installs them: 11 MB of English with Python in it, under the PSF License. The book ships them in
 ``andrea/texts/python-3.11-manuals.jsonl.xz`` (2.2 MB, its SHA-256 checked on every read), so that
 every machine and every Python reads the same text without installing anything; ``tools/make_corpus.py``
-makes that file again from an installed copy. The book's own corpus (``andrea.training.data``, 2 MB)
+makes that file again from an installed copy. The chapters' own corpus (``andrea.training.data``, 2 MB)
 is too small to train twelve blocks without memorising it.
 
 The held-out split is by *file*: a file whose path hashes to 0 modulo 10 is validation, so no page
 of the validation text was seen in training, not even in part. Each file keeps its manual (its top
 folder), which the probes use as a label.
+
+It lives with the training code, below chapter 8's package (``andrea.trained``, which imports it as
+``corpus``), so that the training command line can train ``--preset andrea-120m`` on it
+(``load``: the text in the tokenizer chapter 8's model was trained with, ``book_tokenizer``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 import torch
 
 from ..files import cache_dir, read_cached, source_hash, write_cached
-from ..training.data import BPETokenizer, TokenData
+from .data import BPETokenizer, TokenData
 
 SHIPPED = Path(__file__).resolve().parents[1] / "texts" / "python-3.11-manuals.jsonl.xz"
 SHIPPED_SHA256 = "db46b7cec36a5e0af7e71086c3f464a0199ba2563bb03128fd6d77fabce2f83a"
@@ -86,7 +90,7 @@ def manual_docs() -> list[Doc]:
 
 
 def _code() -> str:
-    return source_hash(["training.data", "trained.corpus"])
+    return source_hash(["training.data", "training.manuals"])
 
 
 def corpus_digest(docs: list[Doc]) -> str:
@@ -140,3 +144,43 @@ def describe(docs: list[Doc]) -> dict:
             "manuals": {m: sum(d.manual == m for d in part) for m in sorted(set(MANUALS.values()))},
         }
     return out
+
+
+# The tokenizer chapter 8's model was trained with, shipped beside its weights; its SHA-256 is in the log.
+TRAINED = Path(__file__).resolve().parents[1] / "results" / "trained"
+TOKENIZER = TRAINED / "tokenizer.json"
+
+
+def book_tokenizer() -> BPETokenizer:
+    """The book's 8449-token BPE as chapter 8's model was trained with it (``results/trained/tokenizer.json``),
+    checked against the SHA-256 its training log names: the same ids on every Python, whichever docs it has.
+    (``andrea.trained.model.tokenizer`` reads the same file and checks the whole log besides.)"""
+    import json
+
+    from tokenizers import Tokenizer
+
+    log = TRAINED / "trained.json"
+    try:
+        blob, want = TOKENIZER.read_bytes(), json.loads(log.read_text(encoding="utf-8"))["tokenizer_sha256"]
+    except FileNotFoundError as e:
+        raise FileNotFoundError(
+            f"{e.filename!r} is missing: restore it from git (git checkout -- andrea/results/trained)"
+        ) from None
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(
+            f"{str(log)!r} is not chapter 8's training log (no tokenizer_sha256): "
+            "restore it from git (git checkout -- andrea/results/trained)"
+        ) from None
+    got = hashlib.sha256(blob).hexdigest()
+    if got != want:
+        raise ValueError(
+            f"{str(TOKENIZER)!r} has SHA-256 {got[:12]}…, the log says {str(want)[:12]}…: it is not the tokenizer "
+            "chapter 8's model was trained with; restore it from git (git checkout -- andrea/results/trained)"
+        )
+    return BPETokenizer(Tokenizer.from_str(blob.decode("utf-8")))
+
+
+def load() -> TokenData:
+    """The manuals in the book's tokenizer (``book_tokenizer``): training files, then held-out files, exactly
+    the ids chapter 8's model trained and was validated on (``TokenData.digest`` names the corpus)."""
+    return token_data(book_tokenizer())
