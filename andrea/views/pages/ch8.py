@@ -245,8 +245,8 @@ def what_we_found(lens: dict, heads: dict, unrepeated: dict, report: ProbeReport
     half = (len(acc) - 1) // 2
     return found(
         f"Trained, the model's guess for the next token forms in the second half of its stack: read after block "
-        f"{half} through the {{term}}`logit lens`, the stream names the next token {100 * acc[half]:.0f} % of the time, at the top "
-        f"{100 * acc[-1]:.0f} %.",
+        f"{half} through the {{term}}`logit lens`, the stream names the next token {100 * acc[half]:.0f} % of the "
+        f"time, at the top {100 * acc[-1]:.0f} %.",
         copies(heads, unrepeated),
         report.found_sentence(),
     )
