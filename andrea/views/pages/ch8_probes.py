@@ -20,9 +20,8 @@ from ..notebook import Claim, table
 RULE_WORDS = {
     "confirmed": "every task sits in its band",
     "qualified": "some tasks sit in their bands and others show the opposite",
-    "not reproduced": "no task sits in its band and at least one is read better in another band than in its own "
-    "(a qualified task counts if it does, even though it beats a third band); undecided or untestable tasks "
-    "cannot change that",
+    "not reproduced": "no task sits in its band and at least one is read better in another band than in its own, "
+    "even a qualified one; undecided or untestable tasks cannot change that",
     "not testable": "no task could be tested",
     "inconclusive": "no task shows the opposite but not every one sits in its band",
 }
@@ -187,8 +186,8 @@ class ProbeReport:
         if not names:
             return ""
         return (
-            f"The untrained model reads {_and(names)} better than the trained one ({'; '.join(numbers)}): what the "
-            "probes find of it comes with the architecture, and training lets some of it go."
+            f"The untrained model reads {_and(names)} better than the trained one ({'; '.join(numbers)}): that comes "
+            "with the architecture, not from training."
         )
 
     def against_words(self, name: str) -> str:
