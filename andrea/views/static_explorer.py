@@ -252,6 +252,7 @@ class StaticExplorer:
         self.spec = _name_dataset(explorer_chart(self.rows, depth, layerscale, norm, residual, width).to_dict())
         self.id = f"andrea-{name}"
         self.start = {"layerscale": layerscale, "depth": depth, "norm": norm, "residual": residual, "width": width}
+        self.width = width
 
     def html(self) -> str:
         spec = json.dumps(self.spec, separators=(",", ":"))
@@ -260,7 +261,7 @@ class StaticExplorer:
         return f"""{look if self.look else ""}<div class="andrea-explorer" id="{self.id}" role="figure"
  aria-label="Interactive chart: gradient RMS and residual-stream RMS at every block boundary,
  for the chosen LayerScale λ, depth, norm placement, residual path, width and seed"></div>
-<p class="andrea-explorer-note">{_grid_note(self.start["width"])} Any other setting is computed in your browser:
+<p class="andrea-explorer-note">{_grid_note(self.width)} Any other setting is computed in your browser:
 the same model, one forward and backward pass with TensorFlow.js, in a background thread.</p>
 <script>
 (function() {{
@@ -280,7 +281,7 @@ the same model, one forward and backward pass with TensorFlow.js, in a backgroun
         spec["title"] = {
             "text": "Precomputed explorer",
             "subtitle": ([f"What to look for: {self.look}"] if self.look else [])
-            + _grid_note_lines(self.start["width"])
+            + _grid_note_lines(self.width)
             + ["For any other value, use the live explorer (andrea.views.widgets.GradientFlowExplorer)."],
             "anchor": "start",
             "fontSize": 12,
@@ -293,7 +294,5 @@ the same model, one forward and backward pass with TensorFlow.js, in a backgroun
             return {"text/html": self.html()}
         return {
             VEGALITE_MIME: self.notebook_spec(),
-            "text/plain": "Precomputed gradient-flow explorer (a Vega-Lite chart; "
-            + _grid_note(self.start["width"])
-            + ")",
+            "text/plain": "Precomputed gradient-flow explorer (a Vega-Lite chart; " + _grid_note(self.width) + ")",
         }
