@@ -82,3 +82,23 @@ def sharpest_head(table: dict) -> tuple[int, int]:
     spread (the lowest normalised entropy in ``head_table``)."""
     b, h = np.unravel_index(int(np.argmin(table["entropy"])), table["entropy"].shape)
     return int(b) + 1, int(h)
+
+
+@torch.no_grad()
+def repeat_table(model: Andrea, idx: torch.Tensor) -> dict:
+    """On one sequence ``idx`` (1, T) with a repeated phrase: for each token that already occurred earlier in
+    it, the weight on the token that followed its latest earlier occurrence (what an induction head looks
+    at), averaged over those tokens: "weight", (n_layer, n_head); and "even", what a head that spreads its
+    weight evenly over the visible tokens would give there."""
+    ids = idx[0].tolist()
+    pairs = []
+    for t, x in enumerate(ids):
+        earlier = [s for s in range(t - 1) if ids[s] == x]
+        if earlier:
+            pairs.append((t, earlier[-1] + 1))
+    if not pairs:
+        raise ValueError(f"no token of the sequence (length {len(ids)}) occurs twice: repeat a phrase in it")
+    q = torch.tensor([t for t, _ in pairs])
+    k = torch.tensor([s for _, s in pairs])
+    weight = np.array([p[0][:, q, k].double().mean(-1).numpy() for p in attention_maps(model, idx)])
+    return {"weight": weight, "even": float(np.mean([1 / (t + 1) for t, _ in pairs]))}

@@ -52,18 +52,29 @@ def grid_extent(rows: list[dict], residual: bool = True) -> dict:
     return out
 
 
-def _grid_note_lines() -> list[str]:
+def _grid_note_lines(width: int = E.DEFAULT_WIDTH) -> list[str]:
+    """What the shipped settings were measured with; ``width``: the width the explorer opens at (measured when
+    the page is built if it is not the shipped grid's)."""
     lams = ", ".join(E.lambda_label(v) for v in E.GRID_LAMBDAS)
+    batch = f"{E.BATCH * E.SEQ} random tokens"
+    grid = (
+        f"λ₀ ∈ {{{lams}}}, depth ∈ {{{', '.join(map(str, E.GRID_DEPTHS))}}}, "
+        f"norm {'/'.join(E.GRID_NORMS)} and the residual path on/off"
+    )
+    if width == E.DEFAULT_WIDTH:
+        return [
+            f"Measured with the real model (width {E.DEFAULT_WIDTH}, a fresh initialisation, seed 0, {batch})",
+            f"for {grid}.",
+        ]
     return [
-        f"Measured with the real model (width {E.DEFAULT_WIDTH}, a fresh initialisation, seed 0, "
-        f"{E.BATCH}×{E.SEQ} random tokens)",
-        f"for λ₀ ∈ {{{lams}}}, depth ∈ {{{', '.join(map(str, E.GRID_DEPTHS))}}}, "
-        f"norm {'/'.join(E.GRID_NORMS)} and the residual path on/off.",
+        f"Measured with the real model (a fresh initialisation, seed 0, {batch}): the opening setting and its "
+        f"reference at width {width}, when this page was built,",
+        f"and every setting with {grid} at width {E.DEFAULT_WIDTH}.",
     ]
 
 
-def _grid_note() -> str:
-    return " ".join(_grid_note_lines())
+def _grid_note(width: int = E.DEFAULT_WIDTH) -> str:
+    return " ".join(_grid_note_lines(width))
 
 
 READOUT = "gradient RMS at the embeddings / at the top of the stack = "
@@ -241,14 +252,7 @@ class StaticExplorer:
         self.spec = _name_dataset(explorer_chart(self.rows, depth, layerscale, norm, residual, width).to_dict())
         self.id = f"andrea-{name}"
         self.start = {"layerscale": layerscale, "depth": depth, "norm": norm, "residual": residual, "width": width}
-
-    def _opening_note(self) -> str:
-        if self.start["width"] == E.DEFAULT_WIDTH:
-            return ""
-        return (
-            f" It opens at width {self.start['width']}: that setting and its reference were measured with the"
-            " real model when this page was built."
-        )
+        self.width = width
 
     def html(self) -> str:
         spec = json.dumps(self.spec, separators=(",", ":"))
@@ -257,7 +261,7 @@ class StaticExplorer:
         return f"""{look if self.look else ""}<div class="andrea-explorer" id="{self.id}" role="figure"
  aria-label="Interactive chart: gradient RMS and residual-stream RMS at every block boundary,
  for the chosen LayerScale λ, depth, norm placement, residual path, width and seed"></div>
-<p class="andrea-explorer-note">{_grid_note()}{self._opening_note()} Any other setting is computed in your browser:
+<p class="andrea-explorer-note">{_grid_note(self.width)} Any other setting is computed in your browser:
 the same model, one forward and backward pass with TensorFlow.js, in a background thread.</p>
 <script>
 (function() {{
@@ -277,8 +281,7 @@ the same model, one forward and backward pass with TensorFlow.js, in a backgroun
         spec["title"] = {
             "text": "Precomputed explorer",
             "subtitle": ([f"What to look for: {self.look}"] if self.look else [])
-            + _grid_note_lines()
-            + ([self._opening_note().strip()] if self._opening_note() else [])
+            + _grid_note_lines(self.width)
             + ["For any other value, use the live explorer (andrea.views.widgets.GradientFlowExplorer)."],
             "anchor": "start",
             "fontSize": 12,
@@ -291,5 +294,5 @@ the same model, one forward and backward pass with TensorFlow.js, in a backgroun
             return {"text/html": self.html()}
         return {
             VEGALITE_MIME: self.notebook_spec(),
-            "text/plain": "Precomputed gradient-flow explorer (a Vega-Lite chart; " + _grid_note() + ")",
+            "text/plain": "Precomputed gradient-flow explorer (a Vega-Lite chart; " + _grid_note(self.width) + ")",
         }

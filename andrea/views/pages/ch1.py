@@ -158,8 +158,8 @@ def claim_rows(same: float, sweep, moves, err64: float) -> list[Claim]:
         ),
         Claim(
             "A 12-layer stack without residuals would lose the gradient signal long before the embeddings.",
-            f"at 12 blocks the embeddings get {gmean(ratios(sweep, 'without residual', 12)):.2f}× the top's "
-            "gradient at initialisation (3 seeds)",
+            f"at 12 blocks the embeddings get {gmean(ratios(sweep, 'without residual', 12)):.2f}× the last "
+            "block's gradient at initialisation (3 seeds)",
             lost_at_12(sweep),
             f"controls at 48 blocks: {lost_at_48_controls(sweep).reason}",
             anchor="ev-ch1-gradient",
@@ -168,13 +168,13 @@ def claim_rows(same: float, sweep, moves, err64: float) -> list[Claim]:
             "Residuals are needed for a deep stack to train.",
             "final loss higher without them at 12 and at 24 blocks (5 fresh seeds)",
             ev.verdict,
-            "that the gap grows with depth was only explored (3 seeds), and can be measured only up to "
-            f"{training.top_depth()} blocks: deeper, the residual-free stack sits on the plateau, its ceiling",
+            "the gap's growth with depth only explored (3 seeds); beyond "
+            f"{training.top_depth()} blocks the residual-free stack sits on the plateau",
             anchor="ev-ch1-training",
         ),
         Claim(
             "With residuals, the gradient stays usable through hundreds of layers.",
-            f"embeddings/top gradient ratio {gmean(ratios(sweep, 'with residual', 96)):.2f} at 96 blocks",
+            f"gradient ratio, embeddings / last block, {gmean(ratios(sweep, 'with residual', 96)):.2f} at 96 blocks",
             usable_at_96(sweep),
             "the gradient probe on fresh pre-norm stacks, 3 seeds",
             anchor="ev-ch1-deep",
@@ -223,12 +223,12 @@ def what_we_found() -> Markdown:
     if lost.label == "not reproduced":
         first = (
             f"Without residual connections the embeddings of a fresh 12-block stack still get {gmean(r12):.2f} "
-            "times its top's gradient (the source's claim that it is lost: **not reproduced**)."
+            "times its last block's gradient (the source's claim that it is lost: **not reproduced**)."
         )
     else:
         first = (
             "Without residual connections, the embeddings of a freshly initialised 12-block stack get "
-            f"{gmean(r12):.2g} times the gradient of its top (the source's claim that it is lost: "
+            f"{gmean(r12):.2g} times the gradient of its last block (the source's claim that it is lost: "
             f"**{lost.label}**)."
         )
     ev = training.grid()

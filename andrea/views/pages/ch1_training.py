@@ -85,7 +85,7 @@ def glue_lesson() -> None:
     glue("plateau_words", f"{len(stuck)} of the {len(nores)} residual-free runs at 3 blocks and more end there.")
     glue(
         "cause_words",
-        "Neither control nor a lower learning rate changes that: the trouble is not a vanishing gradient but a "
+        "None of these controls changes that: the trouble is not a vanishing gradient but a "
         "stream that loses the tokens."
         if not rescued(rows)
         else "A control arm rescues the stack, so the setting it changes is part of the cause.",

@@ -132,8 +132,11 @@ def held_said() -> Markdown:
     said = [
         f"At the held rate, {s['hl_final']} runs without the blocks' LayerNorms broke"
         + (f", all by step {last}," if last.isdigit() else "")
-        + f" against {s['hl_pre']} pre-norm runs. Whether small instabilities accumulate, the source's word, is "
-        f"**{s['hl_acc']}** by the test declared before the runs ({_ref('ev-ch2-accumulate')})."
+        + f" against {s['hl_pre']} pre-norm runs. Whether small instabilities accumulate is "
+        f"**{s['hl_acc']}** by the test declared before the runs: a break counts as accumulating only if it came "
+        f"after step {s['hl_late']}, from a stream still tame when the warmup ended. {s['hl_acc_count']}"
+        + (": too few to decide" if s["hl_acc"] == "inconclusive" else "")
+        + f" ({_ref('ev-ch2-accumulate')})."
     ]
     if hl.v["runaway"]:
         said.append(

@@ -23,7 +23,7 @@ from ..lesson import found as _found
 from ..notebook import Claim, glue, table
 
 CHAPTER = "04_mlp"
-# The documents' numbers (the source notes), checked below.
+# The source notes' numbers, checked below.
 DOC_W1 = 2.36e6  # "each about 2.36M parameters"
 DOC_BLOCK = 4.72e6  # "MLP parameters per block = 4.72M (ignoring biases)"
 DOC_TWELVE = 56.6e6  # "twelve blocks x 4.72M = 56.6M"
@@ -143,7 +143,7 @@ def claim_rows(diff: float, c: Counts) -> list[Claim]:
             "The MLPs are about half of all parameters.",
             f"{100 * c.share:.1f} % of the {c.total / 1e6:.1f} M the model has",
             share_verdict(c),
-            "'half' rests on the documents' 120M total, which chapter 6 corrects",
+            "'half' rests on the source notes' 120M total, which chapter 6 corrects",
             anchor="ev-ch4-share",
         ),
         Claim(
@@ -172,25 +172,25 @@ def share_verdict(c: Counts) -> verdict.Verdict:
 # The lesson
 # ---------------------------------------------------------------------------------------------
 def what_we_found() -> Markdown:
-    """ "What we found": the documents' MLP arithmetic, the MLPs' share, and SwiGLU's cost."""
+    """ "What we found": the source notes' MLP arithmetic, the MLPs' share, and SwiGLU's cost."""
     c = count(*models())
     arithmetic = verdict.numeric(DOC_TWELVE, 12 * (c.w1 + c.w2), COUNT_TOL, "twelve MLPs")
     share = share_verdict(c)
     first = (
-        f"The documents' arithmetic for the MLP holds: {c.w1:,} parameters per weight matrix, "
+        f"The {{doc}}`source notes' <sources>` arithmetic for the MLP holds: {c.w1:,} parameters per weight matrix, "
         f"{(c.w1 + c.w2) / 1e6:.2f} M per block and {12 * (c.w1 + c.w2) / 1e6:.1f} M for the twelve blocks, "
         f"without biases (**{arithmetic.label}**)."
     )
     second = (
         f"With their biases the twelve MLPs are {100 * c.share:.1f} % of the model's {c.total / 1e6:.1f} M "
-        f"parameters, not about half (**{share.label}**): the documents' total is too large."
+        f"parameters, not about half (**{share.label}**): the notes' total is too large."
         if share.label == "corrected"
         else f"The twelve MLPs are {100 * c.share:.1f} % of the model's parameters (**{share.label}**)."
     )
     same = c.w_swi == c.w1 + c.w2
     third = (
         f"A {{term}}`SwiGLU` MLP of hidden width 8/3 has exactly as many weights ({c.w_swi:,}) as the 4× MLP: "
-        "contrary to the documents, it is not cheaper (**corrected**), only better at the same cost in "
+        "contrary to the source notes, it is not cheaper (**corrected**), only better at the same cost in "
         "Shazeer's experiments."
         if same
         else f"A SwiGLU MLP of hidden width 8/3 has {c.w_swi:,} weights against the 4× MLP's {c.w1 + c.w2:,}."
@@ -253,7 +253,7 @@ def glue_evidence() -> None:
 
 
 def counts_table():
-    """The documents' numbers against the counted ones, with the tolerance each is read with."""
+    """The source notes' numbers against the counted ones, with the tolerance each is read with."""
     c = count(*models())
     rows = [
         ["W1's parameters", f"{DOC_W1 / 1e6:.2f} M", f"{c.w1:,}", f"{100 * COUNT_TOL:g} %"],
@@ -268,6 +268,6 @@ def counts_table():
     ]
     return table(
         rows,
-        ["quantity", "the documents", "counted", "tolerance (relative)"],
+        ["quantity", "the source notes", "counted", "tolerance (relative)"],
         caption="ANDREA-120M's MLP parameters, counted from the model (tied output head counted once)",
     )

@@ -36,6 +36,7 @@ from .ch5_training import (  # noqa: F401 - the training evidence, called as pag
     r2_words,
     relu_sentence,
     relu_words,
+    rounds_words,
     rule_history,
     rule_values,
     runs,
@@ -202,7 +203,11 @@ def _claims(gpu: bool) -> list[Claim]:
                 f"({d.verdict.label})"
                 for d in e2.role("decides")
             )
-            + "; ReLU lower only at GPT-2's scale, where GELU starts nearly linear",
+            + (
+                "; GELU lower at neither scale, in either round"
+                if not any(d.verdict.label == "confirmed" for e in (e1, e2) for d in e.role("decides"))
+                else ""
+            ),
             e2.verdict,
             f"fresh seeds, rule written before them (round 1: {e1.verdict.label}); after {n} steps only; "
             "Shazeer (2020): 1.997 vs 1.983 at 65k steps, 1.677 vs 1.679 at 524k",

@@ -313,6 +313,33 @@ def relu_sentence(explain: bool = False) -> str:
     )
 
 
+def rounds_words() -> str:
+    """How the figure's round-1 seeds and round 2's fresh seeds agree, scale by scale, for the settings where
+    round 2 did not repeat round 1's label (empty if every setting did)."""
+    first = {f.decision.arm["init_std"]: f for f in ev(ROUND1).role("decides")}
+    parts = []
+    for f in ev(ROUND2).role("decides"):
+        std = f.decision.arm["init_std"]
+        r1 = first.get(std)
+        if r1 is None or r1.verdict.label == f.verdict.label:
+            continue
+        then = {"not reproduced": "ReLU lower", "confirmed": "GELU lower"}.get(r1.verdict.label, "no clear winner")
+        now = {"not reproduced": "ReLU lower", "confirmed": "GELU lower"}.get(
+            f.verdict.label, f"the two within the noise ({f.verdict.interval.mean:+.3f})"
+        )
+        parts.append(
+            f"at {scale_words(std)} round 1's seeds (the figure) put {then} ({r1.verdict.interval.mean:+.3f}), "
+            f"the fresh seeds put {now}"
+        )
+    if not parts:
+        return ""
+    return _cap("; ".join(parts)) + ": the verdict goes by the fresh seeds."
+
+
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
 def swiglu_sentence() -> str:
     """Round 2's SwiGLU-against-GELU verdict: each scale's result, whether it passed, and what the combined
     label means."""

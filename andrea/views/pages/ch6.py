@@ -33,13 +33,13 @@ def _ref(anchor: str, words: str = "the evidence") -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The parameter budget: the model's count against the documents' arithmetic
+# The parameter budget: the model's count against the source notes' arithmetic
 # ---------------------------------------------------------------------------------------------------------
 def budget(counts: dict) -> dict:
-    """The documents' sums next to the model's counts (``count_parameters``), in parameters."""
+    """The source notes' sums next to the model's counts (``count_parameters``), in parameters."""
     V, d = ANDREA_120M.vocab_size, ANDREA_120M.d_model
     trunk = counts["blocks"]
-    emb_doc = V * d * 2  # the documents' "8449 x 768 x 2 for tied input/output"
+    emb_doc = V * d * 2  # the source notes' "8449 x 768 x 2 for tied input/output"
     return dict(
         V=V,
         d=d,
@@ -71,7 +71,7 @@ def budget_table(counts: dict) -> Table:
 
 
 def budget_figure(counts: dict):
-    """The parameters as the model has them against the documents' sum, beside the documents' 120 M."""
+    """The parameters as the model has them against the source notes' sum, beside the source notes' 120 M."""
     b = budget(counts)
     fig, ax = plt.subplots(figsize=(8, 3.8))
     parts_m = [
@@ -87,10 +87,10 @@ def budget_figure(counts: dict):
         bottom += vals
     for xpos, tot in zip([0, 1], bottom):
         ax.text(xpos, tot + 1.5, f"{tot:.1f} M", ha="center", fontsize=9)
-    ax.axhline(120, ls="--", color=plots.PALETTE[3], label="documents' total: ~120 M")
+    ax.axhline(120, ls="--", color=plots.PALETTE[3], label="source notes' total: ~120 M")
     ax.set_xticks(
         [0, 1],
-        ["the model's count\n(tied head once)", "the documents' sum\n(embedding x 2,\nno positions)"],
+        ["the model's count\n(tied head once)", "the notes' sum\n(embedding x 2,\nno positions)"],
     )
     ax.set_ylabel("parameters (millions)")
     ax.set_ylim(0, 135)
@@ -154,14 +154,14 @@ def what_we_found(counts: dict | None = None) -> Markdown:
     emb = verdict.numeric(13e6, b["emb"], 0.05, "the token embedding").label
     trunk = verdict.numeric(85e6, b["trunk"], 0.02, "the trunk").label
     blocks = (
-        f"while the twelve blocks do hold the {b['trunk'] / 1e6:.1f} M the documents say"
+        f"while the twelve blocks do hold the {b['trunk'] / 1e6:.1f} M the source notes say"
         if trunk == "confirmed"
         else f"and the twelve blocks hold {b['trunk'] / 1e6:.1f} M, not 85 M (**{trunk}**)"
     )
     return _found(
-        f"ANDREA-120M has {b['total'] / 1e6:.1f} M parameters, not the 120 M of its name and of the documents' "
-        f"sum (**{total}**).",
-        f"The documents count the token embedding twice, but the output layer reuses it: it is "
+        f"ANDREA-120M has {b['total'] / 1e6:.1f} M parameters, not the 120 M of its name and of the "
+        f"{{doc}}`source notes' <sources>` sum (**{total}**).",
+        f"The source notes count the token embedding twice, but the output layer reuses it: it is "
         f"{b['emb'] / 1e6:.1f} M parameters, not {b['emb_doc'] / 1e6:.1f} M (**{emb}**), {blocks}.",
         "Whether blocks specialise in syntax, relations or facts cannot be tested on an untrained model (**not "
         "testable** here): at initialisation the twelve blocks are alike by construction, and {doc}`chapter 8 "
@@ -214,7 +214,7 @@ def claim_list(m: dict) -> list[Claim]:
             "Total ~120M with the embeddings and the final LayerNorm.",
             f"{counts['total']:,}",
             verdict.numeric(120e6, counts["total"], 0.05, "the total"),
-            f"the documents' own parts sum to {b['doc_sum'] / 1e6:.1f}M; positions "
+            f"the source notes' own parts sum to {b['doc_sum'] / 1e6:.1f}M; positions "
             f"(+{counts['position_embedding']:,}) were left out",
             anchor="ev-ch6-budget",
         ),
@@ -305,11 +305,11 @@ def budget_evidence() -> Markdown:
         "`count_parameters` counts every tensor of the model once (the output head is the embedding matrix, so "
         "it adds nothing) and checks the result against a closed-form formula in the config; both agree with "
         "`sum(p.numel() for p in model.parameters())`. The stated numbers are compared within a tolerance: 2 % "
-        "for the trunk, 5 % for the others, as the documents round them.",
+        "for the trunk, 5 % for the others, as the source notes round them.",
         f"The twelve blocks hold {b['trunk']:,} parameters. The token embedding is {b['V']:,} × {b['d']} = "
-        f'{b["emb"]:,}; the documents\' "× 2 for tied input/output" gives {b["emb_doc"]:,}, which counts the '
+        f'{b["emb"]:,}; the source notes\' "× 2 for tied input/output" gives {b["emb_doc"]:,}, which counts the '
         f"shared matrix twice. The position embeddings (1,024 × 768 = {b['pos']:,}) are missing from the "
-        f"documents' sum. The model has {counts['total']:,} parameters; the documents' own parts add up to "
+        f"source notes' sum. The model has {counts['total']:,} parameters; the source notes' own parts add up to "
         f"{b['doc_sum'] / 1e6:.1f} M, and an untied model with its positions would have {b['untied'] / 1e6:.1f} M: "
         f"no reading of this architecture reaches 120 M. The trunk is {100 * b['trunk'] / counts['total']:.0f} % "
         f"of the real total ({100 * b['trunk'] / 120e6:.0f} % of 120 M), far more than two thirds.",
@@ -342,7 +342,7 @@ def specialise_evidence() -> Markdown:
         f"is below {100 * TOLERANCE:.0f} % of the mean, that is, if the 95 % interval of |trend| − 5 % over the "
         f"seeds lies entirely below zero. The reading: {v.reason}; so there is {trend_words(m['same_in'])} along "
         "the stack.",
-        "This measures what the architecture does before training, which is not what the documents claim: "
+        "This measures what the architecture does before training, which is not what the source notes claim: "
         "they describe what trained blocks specialise in, and say the specialisation comes from training. Both "
         "claims need a trained model, so both are **not testable** here; {doc}`../08_trained` tests them with "
         "probes on a trained twelve-block ANDREA, with the same model at initialisation as the control.",

@@ -199,7 +199,9 @@ def rescue_sentence() -> str:
     won = [f for f in e.role("decides") if f.verdict.label == "confirmed"]
     rest = total - len(won)
     if e.verdict.label == "confirmed":
-        tail = "" if not rest else (" and the third" if rest == 1 else f" and the other {rest}") + " did not settle it"
+        tail = (
+            "" if not rest else f" and {_unsettled([f for f in e.role('decides') if f not in won])} did not settle it"
+        )
         return (
             f"LayerScale rescued the 24-block stacks that fail to learn without it: in {len(won)} of the {total} "
             f"settings where a plain stack struggles, the stack with LayerScale ended clearly lower,{tail}."
@@ -217,12 +219,33 @@ def rescue_said() -> Markdown:
     total = len(e.role("decides"))
     won = [f for f in e.role("decides") if f.verdict.label == "confirmed"]
     rest = total - len(won)
-    tail = "" if not rest else (", and the third did not settle it" if rest == 1 else f", and the other {rest} did not")
+    tail = "" if not rest else f", and {_unsettled([f for f in e.role('decides') if f not in won])} did not settle it"
     return Markdown(
         f"The rescue is {label_md(e.verdict.label)}: LayerScale's stack ended clearly lower in {len(won)} of the "
         f"{total} settings{tail} ({{ref}}`evidence <ev-ch7-rescue>`). {two_sentence()} Their λ stay small: the "
-        f"largest ends at {lambda_share():.0%} of AdamW's bound ({{ref}}`evidence <ev-ch7-lambda>`)."
+        f"largest ends at {lambda_share():.0%} of AdamW's bound ({{ref}}`evidence <ev-ch7-lambda>`). {cost_said()}"
     )
+
+
+def _unsettled(findings) -> str:
+    """The settings that did not settle the rescue, named: "the third (pre-norm, plain init, learning rate
+    3·10⁻³)"."""
+    named = [
+        f"{f.decision.arm['regime'].replace(', no warmup', '')}, learning rate {sci(f.decision.arm['lr'])}"
+        for f in findings
+    ]
+    head = "the third" if len(named) == 1 else f"the other {len(named)}"
+    return f"{head} ({'; '.join(named)})"
+
+
+def cost_said() -> str:
+    """LayerScale's cost in the healthy stack, where the lesson shows its runs (the "What we found" sentence
+    names it; this says where it was measured)."""
+    costs = [f for f in _same() if f.verdict.label == "not reproduced" and f.verdict.interval.mean > 0]
+    if not costs:
+        return ""
+    where = " and ".join(f"{f.verdict.interval.mean:.2f} nats at {sci(f.decision.arm['lr'])}" for f in costs)
+    return f"In the healthy recipe itself, LayerScale cost {where} ({{ref}}`evidence <ev-ch7-rescue>`)."
 
 
 def cost_sentence() -> str:

@@ -245,16 +245,19 @@ def what_we_found(lens: dict, heads: dict, unrepeated: dict, report: ProbeReport
     half = (len(acc) - 1) // 2
     return found(
         f"Trained, the model's guess for the next token forms in the second half of its stack: read after block "
-        f"{half}, the stream names the next token {100 * acc[half]:.0f} % of the time, at the top "
-        f"{100 * acc[-1]:.0f} %.",
+        f"{half} through the {{term}}`logit lens`, the stream names the next token {100 * acc[half]:.0f} % of the "
+        f"time, at the top {100 * acc[-1]:.0f} %.",
         copies(heads, unrepeated),
         report.found_sentence(),
     )
 
 
 def verdicts(report: ProbeReport) -> Markdown:
-    """The lesson's task-by-task verdicts, one sentence each, linked to their evidence."""
-    return report.sentences()
+    """The lesson's task-by-task verdicts, one sentence each, linked to their evidence, and what the untrained
+    control says where it reads a task better than the trained model."""
+    said = report.sentences()
+    extra = report.untrained_words()
+    return Markdown(f"{said.text}\n\n{extra}") if extra else said
 
 
 def overall(report: ProbeReport) -> Markdown:

@@ -20,8 +20,8 @@ from ..notebook import Claim, table
 RULE_WORDS = {
     "confirmed": "every task sits in its band",
     "qualified": "some tasks sit in their bands and others show the opposite",
-    "not reproduced": "no task sits in its band and at least one shows the opposite; undecided or untestable "
-    "tasks cannot change that",
+    "not reproduced": "no task sits in its band and at least one is read better in another band than in its own, "
+    "even a qualified one; undecided or untestable tasks cannot change that",
     "not testable": "no task could be tested",
     "inconclusive": "no task shows the opposite but not every one sits in its band",
 }
@@ -173,6 +173,22 @@ class ProbeReport:
                 f"{label_md(v.label)}: {self.verdict_sentence(t.name)}."
             )
         return Markdown("\n".join(lines))
+
+    def untrained_words(self) -> str:
+        """A sentence on the tasks the untrained model reads better than the trained one in their predicted band
+        (empty if none): the control then says the architecture, not training, put the property there."""
+        names, numbers = [], []
+        for t in self.claim_tasks:
+            tr, un = self.band(t.name)[t.band], self.band(t.name, "untrained")[t.band]
+            if un > tr:
+                names.append(t.name)
+                numbers.append(f"{un:.2f} against {tr:.2f} in {BLOCKS[t.band]}")
+        if not names:
+            return ""
+        return (
+            f"The untrained model reads {_and(names)} better than the trained one ({'; '.join(numbers)}): that comes "
+            "with the architecture, not from training."
+        )
 
     def against_words(self, name: str) -> str:
         """How a task went against the prediction, in a phrase: read better in other blocks, or not made by
