@@ -363,3 +363,32 @@ def test_the_explorers_log_axes_label_decades_only(explorer_site, browser):
         assert page.errors == [] and page.external == []
     finally:
         page.context.close()
+
+
+def test_a_setting_computed_in_the_page_is_still_drawn_after_the_window_narrows(explorer_site, browser):
+    """The chart drawn again for a phone's column keeps the rows the page's model measured: the same
+    readout, both curves in both panels."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from pagemodel import set_setting, wait_drawn
+
+    page = explorer_site.open(browser, "book/explorer-column.html", width=1280)
+    try:
+        _explorer_ready(page)
+        set_setting(page, EXPLORER, depth=5, seed=2)
+        assert wait_drawn(page, EXPLORER) == "live", page.inner_text(f"#{EXPLORER} .andrea-explorer-provenance")
+        page.wait_for_timeout(300)
+        before = _readout(page)
+        ratio = re.search(r"= ([0-9.e+-]+)×", before)
+        assert ratio, before
+        assert page.get_attribute(f"#{EXPLORER}", "data-layout") == "wide"
+        page.set_viewport_size({"width": 390, "height": 900})
+        page.wait_for_function(f"document.getElementById('{EXPLORER}').getAttribute('data-layout') === 'narrow'")
+        _settled(page)
+        after = _readout(page)
+        assert f"= {ratio.group(1)}×" in after, (before, after)
+        lines = page.locator(f"#{EXPLORER} g.mark-line.role-mark path").count()
+        assert lines == 4, f"{lines} curves drawn after the relayout (this setting and its reference, twice)"
+        assert page.evaluate(AUDIT)["clipped"] == []
+        assert page.errors == [] and page.external == []
+    finally:
+        page.context.close()

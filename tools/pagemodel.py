@@ -5,8 +5,10 @@ from a control change to the redrawn chart?):
 
     .venv/bin/python tools/pagemodel.py --bench     # prints update times at depths 12, 48, 96
 
-``Site`` serves book/_static (with its vendored TensorFlow.js, tools/vendor_js.py) and one page that
-holds chapter 7's static explorer, on 127.0.0.1, to a browser whose every other request is blocked.
+``Site`` serves book/_static (with its vendored TensorFlow.js, tools/vendor_js.py) and pages that hold
+chapter 7's static explorer (book/explorer.html in a 1000 px body; book/explorer-column.html in a column
+like the book's, for the layout tests at a phone's width and a desktop's) and its training panels, on
+127.0.0.1, to a browser whose every other request is blocked.
 No book build is needed: the page is written from ``andrea.views.static_explorer`` as the chapter writes it.
 """
 
