@@ -6,9 +6,13 @@
 - a displayed formula wider than its column is never clipped: it scrolls in its box, which says so;
 - no plotted area (an explorer's panel, a training chart, a figure) narrower than 200 px;
 - no text under 10 px as shown: the page's own text, and the text inside the explorers' and the
-  training panels' charts (figures drawn as PNG are checked from their audit in tests/test_site.py).
+  training panels' charts (figures drawn as PNG are checked from their audit in tests/test_site.py);
+- no chart (the explorers' Vega SVG, the training panels' SVG charts), chart text or line of text cut
+  off at the side by a box that clips it without saying that it scrolls, or by the window.
 
-Each page is opened once per width and audited in the browser; the tests read that audit.
+Each page is opened once per width and audited in the browser; the tests read that audit. The same
+audit runs without a built site on chapter 7's explorer in a book-like column (tools/pagemodel.Site),
+opened at a phone's or a desktop's width or resized to it, along with its log axes' tick labels.
 """
 
 from __future__ import annotations
