@@ -220,7 +220,8 @@
       window.andreaExplorers = window.andreaExplorers || {};
       window.andreaExplorers[el.id] = view;
       if (r.layout === "wide") wideNeeds = Math.ceil(r.drawn);
-      if (r.drawn <= r.at + 1) { cutOnce = false; return view; }
+      // (a column of no width is a card not shown yet: it is drawn again once it has one)
+      if (r.at === 0 || r.drawn <= r.at + 1) { cutOnce = false; return view; }
       if (r.layout === "wide") return embed().then(fit);
       if (cutOnce) return view;
       cutOnce = true;
