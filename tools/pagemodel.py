@@ -5,8 +5,10 @@ from a control change to the redrawn chart?):
 
     .venv/bin/python tools/pagemodel.py --bench     # prints update times at depths 12, 48, 96
 
-``Site`` serves book/_static (with its vendored TensorFlow.js, tools/vendor_js.py) and one page that
-holds chapter 7's static explorer, on 127.0.0.1, to a browser whose every other request is blocked.
+``Site`` serves book/_static (with its vendored TensorFlow.js, tools/vendor_js.py) and pages that hold
+chapter 7's static explorer (book/explorer.html in a 1000 px body; book/explorer-column.html in a column
+like the book's, for the layout tests at a phone's width and a desktop's) and its training panels, on
+127.0.0.1, to a browser whose every other request is blocked.
 No book build is needed: the page is written from ``andrea.views.static_explorer`` as the chapter writes it.
 """
 
@@ -64,10 +66,19 @@ def train_page(chapter: str = "ch7") -> str:
     )
 
 
-def explorer_page(depth: int = 24, layerscale=1e-5, norm: str = "pre") -> str:
+COLUMN = "display: block; max-width: 700px; margin: 0 auto; padding: 0 16px"  # the book's column, roughly
+
+
+def explorer_page(depth: int = 24, layerscale=1e-5, norm: str = "pre", column: bool = False) -> str:
+    """A page holding chapter 7's static explorer: in a 1000 px body, or (``column``) in a text column
+    like the book's (at most 700 px, 16 px from the window's edges), which narrows with the window."""
     from andrea.views.static_explorer import StaticExplorer
 
     body = StaticExplorer(depth=depth, layerscale=layerscale, norm=norm, name=EXPLORER_ID[len("andrea-") :]).html()
+    if column:
+        page = f"<body style='margin: 0'><main style='{COLUMN}'>{body}</main></body>"
+    else:
+        page = f"<body style='width: 1000px'>{body}</body>"
     scripts = "".join(
         f'<script src="../_static/{s}"></script>'
         for s in ("vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js")
@@ -76,7 +87,7 @@ def explorer_page(depth: int = 24, layerscale=1e-5, norm: str = "pre") -> str:
     return (
         '<!doctype html><html lang="en" data-content_root="../"><head><meta charset="utf-8">'
         '<link rel="icon" href="data:,"><link rel="stylesheet" href="../_static/andrea.css">'
-        f"{scripts}</head><body style='width: 1000px'>{body}</body></html>"
+        f"{scripts}</head>{page}</html>"
     )
 
 
@@ -130,6 +141,7 @@ class Site:
         (self.dir / "book").mkdir()
         (self.dir / "index.html").write_text('<!doctype html><html><head><link rel="icon" href="data:,"></head></html>')
         (self.dir / "book" / "explorer.html").write_text(explorer_page())
+        (self.dir / "book" / "explorer-column.html").write_text(explorer_page(column=True))
         (self.dir / "book" / "train.html").write_text(train_page("ch7"))
         (self.dir / "book" / "train3.html").write_text(train_page("ch3"))
         from andrea.web import training
@@ -143,10 +155,10 @@ class Site:
         self.served.__exit__(*exc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def open(self, browser, path: str = "index.html"):
-        """A new page at ``path`` with every request off this server blocked and recorded in
-        ``page.external``; console errors are recorded in ``page.errors``."""
-        ctx = browser.new_context(viewport={"width": 1100, "height": 900})
+    def open(self, browser, path: str = "index.html", width: int = 1100):
+        """A new page at ``path``, in a window ``width`` px wide, with every request off this server
+        blocked and recorded in ``page.external``; console errors are recorded in ``page.errors``."""
+        ctx = browser.new_context(viewport={"width": width, "height": 900})
         external: list = []
         errors: list = []
         ctx.route("**/*", localhost_only(self.base, external))

@@ -91,6 +91,22 @@ def _csv(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def log_tick_label(scale: str) -> str:
+    """A Vega label expression for a log axis on scale ``scale``: decades only (1e-3, 1e-2, 1e-1, 1),
+    and 2 and 5 of a decade too where the axis spans a single decade (its domain is niced to whole
+    decades, so a decade at either end would otherwise be all there is to read a value by). One format,
+    as the training panel's λ chart writes it: a mantissa 1, 2 or 5, then "e" and the exponent unless
+    it is 0 (``[125](e-?\\d+)?``). Every other tick keeps its mark and grid line, unlabelled."""
+    # the exponent and mantissa of the tick (1e-9 guards against log10(1e-3) = -2.9999999999999996)
+    e = "floor(log(datum.value) / LN10 + 1e-9)"
+    m = f"round(datum.value / pow(10, {e}))"
+    # how many powers of ten 10^k lie on the axis: two or fewer, and it spans a single decade
+    d = f"domain('{scale}')"
+    decades = f"(floor(log(peek({d})) / LN10 + 1e-9) - ceil(log({d}[0]) / LN10 - 1e-9) + 1)"
+    shown = f"({m} == 1 || (({m} == 2 || {m} == 5) && {decades} <= 2))"
+    return f"{shown} ? {m} + ({e} == 0 ? '' : 'e' + {e}) : ''"
+
+
 def explorer_chart(
     rows: list[dict],
     depth: int = 12,
@@ -158,8 +174,8 @@ def explorer_chart(
     x = alt.X("boundary:Q", title="block boundary (0 = embeddings)", axis=alt.Axis(tickMinStep=1))
 
     def panel(field: str, ytitle: str, title: str):
-        # one tick format on every log axis: 1e-7, 1e-3, 1 (Vega's default mixes 0.000001 with 1e-7)
-        ticks = alt.Axis(labelExpr="replace(replace(format(datum.value, '.0e'), 'e+', 'e'), 'e0', '')")
+        # the book's one tick format (1e-3, 2e-3, 1: the training panel's λ chart too), decades only
+        ticks = alt.Axis(labelExpr=log_tick_label(f"{field}_panel_y"))
         y = alt.Y(f"{field}:Q", title=ytitle, scale=alt.Scale(type="log"), axis=ticks)
         tip = [alt.Tooltip("boundary:Q"), alt.Tooltip(f"{field}:Q", format=".3g")]
         ref = reference.mark_line(strokeWidth=3, opacity=0.55).encode(x=x, y=y, color=color, tooltip=tip)
@@ -177,7 +193,8 @@ def explorer_chart(
             .mark_point(opacity=0, size=1)
             .encode(y=y)
         )
-        return alt.layer(ref, cur, bounds).properties(width=255, height=220, title=title)  # two panels fit
+        # named, so that its y scale is "<field>_panel_y" wherever the page places the panel
+        return alt.layer(ref, cur, bounds).properties(name=f"{field}_panel", width=255, height=220, title=title)
 
     readout = (
         current.transform_filter("datum.boundary == 0")

@@ -158,24 +158,84 @@
     return "TensorFlow.js " + r.version + ", " + (r.backend === "wasm" ? "WebAssembly" : "plain JavaScript") + " backend";
   }
 
+  /* The chart's layout for a column ``avail`` px wide. Wide enough for both panels side by side
+   * (``wideNeeds``, measured once drawn): the spec as written. Narrower (a phone): the two panels
+   * stacked, each as wide as the column allows, and the readout in its short form, wrapped onto two
+   * lines where even that does not fit. Returns a new spec; ``spec`` is left as it is. */
+  function shaped(spec, opts, avail, wideNeeds, panelCut) {
+    if (avail >= wideNeeds) return spec;
+    var out = Object.assign({}, spec), w = Math.max(160, avail - 90 - (panelCut || 0));
+    var row = spec.vconcat[0].hconcat, readout = Object.assign({}, spec.vconcat[1]);
+    out.vconcat = [Object.assign({}, row[0], {width: w}), Object.assign({}, row[1], {width: w}), readout];
+    var text = opts.readoutShort, chars = (text + "1.23e-10×").length;
+    readout.width = w;
+    readout.mark = Object.assign({}, readout.mark, {fontSize: 11});
+    if (chars * 6.8 > w + 60) {  // about 6.8 px a character at 11 px bold: wrap after the "/"
+      text = text.replace(/\/\s*/, "/\n");
+      readout.mark.lineBreak = "\n";
+      readout.height = 34;
+    }
+    // the legend's two entries one above the other: side by side they are wider than a small phone
+    var config = spec.config || {};
+    out.config = Object.assign({}, config, {legend: Object.assign({}, config.legend, {direction: "vertical"})});
+    out.params = spec.params.map(function (p) { return p.name === "readout" ? Object.assign({}, p, {value: text}) : p; });
+    return out;
+  }
+
   function mount(el, spec, opts) {
     var start = opts.start;
     // The page's own controls replace the chart's bound ones.
     spec.params.forEach(function (p) { delete p.bind; });
-    if (el.clientWidth < 640) {  // a phone: the two panels stacked, each as wide as the column
-      var w = Math.max(180, el.clientWidth - 90), rows = spec.vconcat;
-      rows.splice(0, 1, rows[0].hconcat[0], rows[0].hconcat[1]);
-      rows.forEach(function (r) { r.width = w; });
-      rows[2].mark.fontSize = 11;
-      spec.params.forEach(function (p) { if (p.name === "readout") p.value = opts.readoutShort; });
-    }
     var box = controls(el, start);
     var chart = html("div", {"class": "andrea-explorer-chart"});
     var prov = html("p", {"class": "andrea-explorer-provenance", "aria-live": "polite"});
     el.appendChild(box); el.appendChild(chart); el.appendChild(prov);
 
-    vegaEmbed(chart, spec, {renderer: "svg", actions: false}).then(function (res) {
-      var view = res.view, have = {};
+    // the column's width for the chart (the card's content box), and the wide layout's own width
+    var wideNeeds = 640, shownAt = null, liveRows = [], drawnSetting = Object.assign({seed: 0, yfix: "fit"}, start);
+    function avail() { return chart.clientWidth; }
+
+    /* Draw the chart for the column's width into a fresh box, which replaces the last one once drawn
+     * (with the rows measured in the page so far, and the setting now shown). */
+    function embed(panelCut) {
+      var at = avail(), target = html("div", {"class": "andrea-explorer-plot"});
+      var layout = at >= wideNeeds ? "wide" : "narrow";
+      shownAt = {width: at, layout: layout};
+      chart.appendChild(target);
+      return vegaEmbed(target, shaped(spec, opts, at, wideNeeds, panelCut), {renderer: "svg", actions: false}).then(function (res) {
+        [].slice.call(chart.children).forEach(function (c) { if (c !== target) c.remove(); });
+        if (liveRows.length) res.view.change("rows", vega.changeset().insert(liveRows));
+        var svg = target.querySelector("svg"), drawn = svg ? svg.getBoundingClientRect().width : 0;
+        el.setAttribute("data-layout", layout);
+        return {res: res, drawn: drawn, layout: layout, at: at};
+      });
+    }
+
+    /* Keep the chart just drawn; if it is wider than the column (the wide layout measured too wide,
+     * or a stacked panel's axis labels longer than allowed for), draw it once more, narrower. */
+    var view = null, cutOnce = false;
+    function fit(r) {
+      if (view && view !== r.res.view) view.finalize();
+      view = r.res.view;
+      window.andreaExplorers = window.andreaExplorers || {};
+      window.andreaExplorers[el.id] = view;
+      if (r.layout === "wide") wideNeeds = Math.ceil(r.drawn);
+      // (a column of no width is a card not shown yet: it is drawn again once it has one)
+      if (r.at === 0 || r.drawn <= r.at + 1) { cutOnce = false; return view; }
+      if (r.layout === "wide") return embed().then(fit);
+      if (cutOnce) return view;
+      cutOnce = true;
+      return embed(Math.ceil(r.drawn - r.at)).then(fit);
+    }
+
+    function setSignals(v, s) {
+      return v.signal("lam", lamLabel(s.layerscale)).signal("depth", s.depth).signal("norm", s.norm)
+        .signal("res", s.residual ? "on" : "off").signal("model_width", s.width).signal("seed", s.seed)
+        .signal("yfix", s.yfix || "fit");
+    }
+
+    embed().then(fit).then(function () {
+      var have = {};
       view.data("rows").forEach(function (r) { have[rowKey(r)] = true; });
       var wanted = null, busy = false, t0 = null, liveInfo = {};
 
@@ -211,10 +271,8 @@
       }
 
       function draw(s, pending) {
-        view.signal("lam", lamLabel(s.layerscale)).signal("depth", s.depth).signal("norm", s.norm)
-          .signal("res", s.residual ? "on" : "off").signal("model_width", s.width).signal("seed", s.seed)
-          .signal("yfix", s.yfix || "fit");
-        return view.runAsync().then(function () {
+        drawnSetting = s;
+        return setSignals(view, s).runAsync().then(function () {
           return new Promise(function (ok) { requestAnimationFrame(function () { ok(); }); });
         }).then(function () {
           if (wanted !== null && key(wanted) !== key(s)) return;  // a newer setting is on its way
@@ -250,7 +308,9 @@
             work();
             return;
           }
-          view.change("rows", vega.changeset().insert(rowsOf(one, msg.result)));
+          var rows = rowsOf(one, msg.result);
+          liveRows = liveRows.concat(rows);  // kept, for a chart drawn again at another width
+          view.change("rows", vega.changeset().insert(rows));
           have[key(one)] = true;
           liveInfo[key(one)] = msg.result;
           if (wanted && key(wanted) === key(s) && key(one) === key(s) && need.length > 1) draw(s, true);
@@ -278,11 +338,32 @@
       box.addEventListener("change", update);
       labels(start);
       say(start, "shipped", provenance(start));
-      window.andreaExplorers = window.andreaExplorers || {};
-      window.andreaExplorers[el.id] = view;
       el.setAttribute("data-ready", "1");
       warmWhenSeen(el);
+      relayoutWhenResized();
     }).catch(function (err) { chart.textContent = "Chart error: " + err; console.error(err); });
+
+    /* A column that changes width (a phone turned, a window resized, a card first shown) gets the
+     * chart drawn again for its new width, with the setting shown and every row measured so far. */
+    function relayoutWhenResized() {
+      if (!("ResizeObserver" in window)) return;
+      var timer = null, busy = false;
+      function relayout() {
+        if (busy) return;
+        var at = avail(), layout = at >= wideNeeds ? "wide" : "narrow";
+        if (at === 0 || (layout === shownAt.layout && (layout === "wide" || Math.abs(at - shownAt.width) < 12))) return;
+        busy = true;
+        el.setAttribute("data-relayout", "drawing");
+        embed().then(fit).then(function () {
+          return setSignals(view, drawnSetting).runAsync();
+        }).then(function () {
+          busy = false;
+          el.setAttribute("data-relayout", "done");
+          relayout();  // the width may have changed again meanwhile
+        }).catch(function (err) { busy = false; console.error(err); });
+      }
+      new ResizeObserver(function () { clearTimeout(timer); timer = setTimeout(relayout, 120); }).observe(chart);
+    }
   }
 
   window.AndreaExplorer = {mount: mount, key: key, lamLabel: lamLabel};
