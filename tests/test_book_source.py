@@ -330,3 +330,15 @@ def test_the_readmes_map_of_the_package_matches_the_tree():
     assert folders - named == set(), f"folders missing from the README's map: {sorted(folders - named)}"
     ghosts = {n for n in named if n.endswith(".py")} - files
     assert ghosts == set(), f"the README's map names modules that are gone: {sorted(ghosts)}"
+
+
+MAX_MODULE_LINES = 600  # the project's rule: a longer module is split along its seams
+
+
+def test_no_module_of_the_package_or_the_tools_is_over_600_lines():
+    """Every .py file under andrea/ and tools/ has at most MAX_MODULE_LINES lines."""
+    files = sorted((ROOT / "andrea").rglob("*.py")) + sorted((ROOT / "tools").rglob("*.py"))
+    assert len(files) > 50, "the package and the tools were not found"  # a wrong root would pass vacuously
+    lengths = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in files}
+    long = {name: n for name, n in lengths.items() if n > MAX_MODULE_LINES}
+    assert long == {}, f"over {MAX_MODULE_LINES} lines (split them along their seams): {long}"

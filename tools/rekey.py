@@ -22,8 +22,11 @@ change. This tool carries the keys over, and only when it can show that nothing 
     python tools/rekey.py --old 9f12014 --check    # what would change, and why it may
     python tools/rekey.py --old 9f12014            # rewrite the keys
 
-The table below is the regrouping of ``andrea/`` into subpackages (model, training, measure,
-evidence, views); a later move adds its own table.
+The table ``RENAMED`` (tools/rekey_trees.py, with the comparison of syntax trees every proof uses) is the
+regrouping of ``andrea/`` into subpackages (model, training, measure, evidence, views); a later move adds its
+own table. Each later proof's comparison has a module of its own beside this file (rekey_added.py,
+rekey_moved.py), and so has the sampled re-run (rekey_sample.py); this file reads the code at the commits,
+plans the keys and rewrites them.
 
 ``--same-text`` is the second case: the covered code reads its input text from another place, and
 reads the same text. The chapters' corpus, once built by ``training.data`` from the installed Python
@@ -76,7 +79,6 @@ import argparse
 import ast
 import hashlib
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,38 +86,48 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if str(Path(__file__).resolve().parent) not in sys.path:  # the proofs' modules, beside this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from andrea.files import _blank_annotations, _strip_docstrings  # noqa: E402
+# The proofs' comparisons and the sampled re-runs, from the modules beside this file; every name stays
+# importable from here.
+from rekey_added import (  # noqa: E402, F401 - re-exported
+    ADDED_OPTION,
+    ERROR_HELPERS,
+    _DropAdded,
+    _only_for,
+    _only_raises,
+    _plain_subject,
+    same_but_for_added,
+)
+from rekey_moved import (  # noqa: E402, F401 - re-exported
+    MOVED_OUT,
+    _binds,
+    _mentions,
+    _one_per_alias,
+    _script_only,
+    same_but_moved_out,
+)
+from rekey_sample import SAMPLE_RUNS, rerun_sample, sample  # noqa: E402, F401 - re-exported
+from rekey_trees import (  # noqa: E402, F401 - re-exported
+    _DOTTED,
+    MOVED,
+    MOVED_NAMES,
+    RENAMED,
+    SAME_TEXT,
+    _absolute,
+    _defines,
+    _interleaved,
+    _is_andrea,
+    _is_protocol,
+    _Normalise,
+    _package_import,
+    _rest,
+    _statements,
+)
 
-# old module name -> new module names (where its code is now), for the modules the keys cover
-RENAMED = {
-    "config": ("model.config",),
-    "layers": ("model.layers",),
-    "model": ("model.transformer",),
-    "train": ("training.train", "training.optimizer"),
-    "data": ("training.data",),
-    "probe": ("measure.probe",),
-    "runs": ("evidence.runs",),
-    "explorer": ("views.explorer",),
-}
-# every module that moved (to resolve imports in the compared code), old name -> new name
-MOVED = {
-    **{old: new[0] for old, new in RENAMED.items()},
-    "checkpoint": "training.checkpoint",
-    "analysis": "measure.analysis",
-    "papers": "measure.papers",
-    "store": "evidence.store",
-    "verdict": "evidence.verdict",
-    "notebook": "views.notebook",
-    "plots": "views.plots",
-    "widgets": "views.widgets",
-    "static_explorer": "views.static_explorer",
-    "exercises": "views.exercises",
-    "bench": "views.bench",
-}
-_DOTTED = re.compile(r"(?<![\w.])andrea\.(" + "|".join(sorted(MOVED, key=len, reverse=True)) + r")(?![\w])")
-# where a name imported from an old module lives now, when it moved to another new module
-MOVED_NAMES = {("train", "make_optimizer"): "training.optimizer"}
+from andrea.files import _strip_docstrings  # noqa: E402
+
 # the hashes, as they were at the old commit (module names under andrea/)
 OLD_CODE_MODULES = ("config", "layers", "model", "train", "data", "probe", "runs")  # store.CODE_MODULES
 OLD_EXPLORER_MODULES = ("config", "layers", "model", "probe", "explorer")  # explorer.shipped_key
@@ -145,143 +157,8 @@ def old_source_hash(rev: str, modules) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# 1. The covered code is the same code
+# 1. The covered code is the same code (the comparisons: tools/rekey_trees.py)
 # ---------------------------------------------------------------------------------------------
-def _absolute(package: str, node: ast.ImportFrom) -> str:
-    """The module an ``from ... import`` names, under andrea/ ('' is andrea itself)."""
-    if node.level:
-        parts = package.split(".") if package else []
-        parts = parts[: len(parts) - (node.level - 1)]
-        return ".".join(parts + ([node.module] if node.module else []))
-    return (node.module or "").removeprefix("andrea").lstrip(".")
-
-
-def _is_andrea(node: ast.ImportFrom) -> bool:
-    return bool(node.level) or node.module == "andrea" or (node.module or "").startswith("andrea.")
-
-
-class _Normalise(ast.NodeTransformer):
-    """Each ``from X import a as b`` of the package becomes the text ``"andrea.<X.a, new name> as b"``:
-    the very object it imports, under the new module names, wherever the import stands."""
-
-    def __init__(self, package: str, old: bool):
-        self.package, self.old = package, old
-
-    def _target(self, module: str, name: str) -> str:
-        if not self.old:
-            return f"{module}.{name}" if module else name
-        if not module:
-            return MOVED.get(name, name)  # from . import store: the module store
-        where = MOVED_NAMES.get((module, name), MOVED.get(module, module))
-        return f"{where}.{name}"
-
-    def visit_Call(self, node: ast.Call):
-        """``source_hash(["data", ...])`` names modules: the old names are mapped to the new ones."""
-        self.generic_visit(node)
-        if self.old and isinstance(node.func, ast.Name) and node.func.id == "source_hash":
-            for arg in node.args:
-                for elt in getattr(arg, "elts", []):
-                    if isinstance(elt, ast.Constant) and elt.value in MOVED:
-                        elt.value = MOVED[elt.value]
-        return node
-
-    def visit_Constant(self, node: ast.Constant):
-        """A text that names a moved module (``"python -m andrea.train"``) names its new place."""
-        if self.old and isinstance(node.value, str):
-            node.value = _DOTTED.sub(lambda m: "andrea." + MOVED[m.group(1)], node.value)
-        return node
-
-    def visit_ImportFrom(self, node: ast.ImportFrom):
-        if not _is_andrea(node):
-            return node
-        module = _absolute(self.package, node)
-        return [
-            ast.Expr(ast.Constant(f"andrea.{self._target(module, a.name)} as {a.asname or a.name}")) for a in node.names
-        ]
-
-
-def _is_protocol(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.ClassDef) and any(
-        (isinstance(b, ast.Name) and b.id == "Protocol") or (isinstance(b, ast.Attribute) and b.attr == "Protocol")
-        for b in stmt.bases
-    )
-
-
-def _package_import(stmt: ast.stmt) -> Optional[str]:
-    """The text ``"andrea.<module>.<name> as <bound>"`` that ``_Normalise`` made of an import from the
-    package, or None for any other statement."""
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-        text = stmt.value.value
-        return text if text.startswith("andrea.") and " as " in text else None
-    return None
-
-
-def _statements(source: str, package: str, old: bool, siblings: tuple = ()) -> tuple[list[str], set]:
-    """The module's top-level statements, normalised and in the module's order, and apart from them its
-    imports (a set: a module split in two imports torch twice, and an isort may reorder them). Left out:
-    imports from ``siblings`` (the other new modules that hold the old module's code), ``typing.Protocol``
-    classes and their import. Imports are a set only while no name they bind is bound twice at the top
-    level (by two imports, or by an import and a definition): then the order decides what the name is,
-    and the imports stay in place among the statements, compared in order."""
-    tree = _Normalise(package, old).visit(_blank_annotations(_strip_docstrings(ast.parse(source))))
-    body = [st for st in tree.body if not _is_protocol(st)]
-    bound: list[str] = []
-    for stmt in body:
-        if isinstance(stmt, ast.Import):
-            bound += [a.asname or a.name.split(".")[0] for a in stmt.names]
-        elif isinstance(stmt, ast.ImportFrom):
-            bound += [a.asname or a.name for a in stmt.names]
-        elif (text := _package_import(stmt)) is not None:
-            bound.append(text.rpartition(" as ")[2])
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.append(stmt.name)
-        else:  # any name the statement stores (an assignment, a loop's target, an augmented assignment)
-            bound += sorted({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)})
-    unordered = len(bound) == len(set(bound))
-    out: list[str] = []
-    imports: set = set()
-    for stmt in body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            module = getattr(stmt, "module", None) or ""
-            names = {(module, a.name, a.asname) for a in stmt.names} - {("typing", "Protocol", None)}
-            if unordered:
-                imports |= names
-            else:
-                out += [str(n) for n in sorted(names, key=str)]
-            continue
-        text = _package_import(stmt)
-        if text is not None:
-            if any(text.startswith(f"andrea.{m}.") for m in siblings):
-                continue
-            if unordered:
-                imports.add(text)
-                continue
-        out.append(ast.dump(stmt, annotate_fields=False))
-    return out, imports  # in the module's order: a name bound twice is bound in the order written
-
-
-def _interleaved(before: list, parts: list) -> bool:
-    """Whether ``before`` (the old module's statements, in order) is an interleaving of ``parts`` (the new
-    modules' statements, each in its own order): a module split in two keeps the order of each part's
-    statements, and every statement is in exactly one part."""
-    from functools import lru_cache
-
-    if len(before) != sum(map(len, parts)):
-        return False
-
-    @lru_cache(maxsize=None)
-    def fits(at: tuple) -> bool:
-        k = sum(at)
-        if k == len(before):
-            return True
-        return any(
-            at[j] < len(part) and part[at[j]] == before[k] and fits(at[:j] + (at[j] + 1,) + at[j + 1 :])
-            for j, part in enumerate(parts)
-        )
-
-    return fits(tuple(0 for _ in parts))
-
-
 def same_code(rev: str) -> list[str]:
     """Problems (none: the code is the same) between each old covered module and its new modules."""
     problems = []
@@ -337,33 +214,6 @@ def planned(rev: str) -> list[tuple[Path, str, str]]:
 # ---------------------------------------------------------------------------------------------
 # --same-text: the covered code reads the same text from another place
 # ---------------------------------------------------------------------------------------------
-SAME_TEXT = {  # module -> the definitions that may differ (they return the same text), and their imports
-    "training.data": (
-        {"python_docs_corpus", "_stdlib_docstrings", "_SKIP_DIRS", "DOCS_TEXT", "DOCS_SHA256"},
-        {"ast", "sysconfig", "lzma"},
-    )
-}
-
-
-def _defines(stmt: ast.stmt) -> set:
-    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-        return {stmt.name}
-    if isinstance(stmt, ast.Assign):
-        return {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-        return {stmt.target.id}
-    return set()
-
-
-def _rest(source: str, package: str, names: set, stdlib: set) -> tuple[list[str], set]:
-    """``_statements`` less the definitions in ``names`` and the imports of the modules in ``stdlib``."""
-    tree = _Normalise(package, False).visit(_blank_annotations(_strip_docstrings(ast.parse(source))))
-    kept = [st for st in tree.body if not (_defines(st) & names)]
-    tree.body = kept
-    stmts, imports = _statements(ast.unparse(tree), package, False)
-    return stmts, {i for i in imports if not (i[0] == "" and i[1] in stdlib)}
-
-
 def same_text(rev: str) -> list[str]:
     """Problems (none: the covered code computes what it did, from the same text)."""
     import os
@@ -452,86 +302,7 @@ def _grid_and_trained_keys(old_code: str, names: list[str]) -> list[tuple[Path, 
 # ---------------------------------------------------------------------------------------------
 # --added-option: a config option gains a value, and only that value reaches the new code
 # ---------------------------------------------------------------------------------------------
-# (option, the tuple of its allowed values, the new value): chapter 2's control, no LayerNorm in the
-# blocks but the stack's final one kept
-ADDED_OPTION = ("norm", "NORMS", "final")
 EXPLORER_MODULES = ("model.config", "model.layers", "model.transformer", "measure.probe", "views.explorer")
-
-
-def _plain_subject(node: ast.expr) -> bool:
-    """``cfg``, ``self.cfg.inner``: plain names and attributes, nothing else (no call, no assignment
-    expression, no subscript, no tuple): evaluating it runs nothing of the code's own."""
-    return all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(node))
-
-
-def _only_for(stmt: ast.stmt, option: str, value: str) -> bool:
-    """``if <subject>.norm == "final": ...`` (or ``if norm == "final"``) with no ``else``, the subject plain
-    names and attributes (``_plain_subject``): a statement that does nothing unless the option has the new
-    value (reading an attribute and comparing two strings have no side effects; a call, a ``:=`` or a
-    subscript in the subject would run for every old value too, so such a guard is kept and compared)."""
-    if not isinstance(stmt, ast.If) or stmt.orelse:
-        return False
-    t = stmt.test
-    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
-        return False
-    left, right = t.left, t.comparators[0]
-    named = (isinstance(left, ast.Attribute) and left.attr == option) or (
-        isinstance(left, ast.Name) and left.id == option
-    )
-    return named and _plain_subject(left) and isinstance(right, ast.Constant) and right.value == value
-
-
-# Module-level helpers that only the dropped error handlers call (checked: nothing else names them).
-ERROR_HELPERS = {"_write_error"}
-
-
-def _only_raises(handler: ast.ExceptHandler) -> bool:
-    return len(handler.body) == 1 and isinstance(handler.body[0], ast.Raise)
-
-
-class _DropAdded(ast.NodeTransformer):
-    """The code as the stored runs ran it: every statement ``_only_for`` the new value removed, the value
-    taken out of the tuple of allowed values, and every ``except`` that only raises (another error, with a
-    clearer message) removed, with the helpers in ``ERROR_HELPERS`` that only such handlers call. A
-    handler that only raises changes nothing when no error occurs, and when one does the run fails
-    either way; it must come after the handlers that do something else, so that it catches only what
-    used to propagate (``misplaced`` counts those that do not). ``dropped`` counts what was removed."""
-
-    def __init__(self, option: str, allowed: str, value: str):
-        self.option, self.allowed, self.value, self.dropped, self.misplaced = option, allowed, value, 0, 0
-
-    def generic_visit(self, node):
-        super().generic_visit(node)
-        for name in ("body", "orelse", "finalbody"):
-            stmts = getattr(node, name, None)
-            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
-                kept = [st for st in stmts if not _only_for(st, self.option, self.value)]
-                self.dropped += len(stmts) - len(kept)
-                setattr(node, name, kept)
-        if isinstance(node, ast.Try) and node.handlers:
-            raising = [_only_raises(h) for h in node.handlers]
-            first = raising.index(True) if True in raising else len(raising)
-            self.misplaced += sum(1 for r in raising[first:] if not r)
-            self.dropped += sum(raising)
-            node.handlers = [h for h, r in zip(node.handlers, raising) if not r]
-        return node
-
-    def visit_Assign(self, node: ast.Assign):
-        self.generic_visit(node)
-        if [getattr(t, "id", None) for t in node.targets] == [self.allowed] and isinstance(node.value, ast.Tuple):
-            elts = [e for e in node.value.elts if not (isinstance(e, ast.Constant) and e.value == self.value)]
-            self.dropped += len(node.value.elts) - len(elts)
-            node.value.elts = elts
-        return node
-
-    def visit_Module(self, node: ast.Module):
-        self.generic_visit(node)
-        helpers = [st for st in node.body if isinstance(st, ast.FunctionDef) and st.name in ERROR_HELPERS]
-        node.body = [st for st in node.body if st not in helpers]
-        named = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        self.misplaced += sum(1 for h in helpers if h.name in named)  # still called from kept code
-        self.dropped += len(helpers)
-        return node
 
 
 def added_option(rev: str, new_rev: Optional[str] = None) -> list[str]:
@@ -559,22 +330,6 @@ def added_option(rev: str, new_rev: Optional[str] = None) -> list[str]:
                 f"reached only by {option}={value!r} or by an error"
             )
     return problems
-
-
-def same_but_for_added(old: str, new: str, added: tuple = ADDED_OPTION) -> tuple[str, int]:
-    """("", n): the new source runs the old one's statements for every old value, plus n things that
-    only the new value or an error reaches; else (where they differ, 0)."""
-    from andrea.files import canonical_dump
-
-    before_drop, after_drop = _DropAdded(*added), _DropAdded(*added)
-    before = canonical_dump(before_drop.visit(_blank_annotations(_strip_docstrings(ast.parse(old)))))
-    after = canonical_dump(after_drop.visit(_blank_annotations(_strip_docstrings(ast.parse(new)))))
-    if after_drop.misplaced:
-        return f"{after_drop.misplaced} raising handler(s) or helper(s) reach code the stored runs ran", 0
-    if before == after:
-        return "", after_drop.dropped - before_drop.dropped
-    i = next((k for k, (x, y) in enumerate(zip(before, after)) if x != y), min(len(before), len(after)))
-    return f"differs beyond the new value's code, at ...{after[max(0, i - 120) : i + 120]}...", 0
 
 
 def planned_added_option(rev: str) -> list[tuple[Path, str, str]]:
@@ -607,125 +362,6 @@ def planned_added_option(rev: str) -> list[tuple[Path, str, str]]:
 # ---------------------------------------------------------------------------------------------
 # --moved-out: definitions no covered code reaches moved out to a module no key covers
 # ---------------------------------------------------------------------------------------------
-# covered module -> (the names whose definitions or imports may leave it, the unhashed module they go to).
-# The training command line (main) left training/train.py for training/cli.py, with the imports only it used.
-MOVED_OUT = {"training.train": ({"main", "EXIT_DIVERGED", "argparse", "describe", "load_token_data"}, "training.cli")}
-
-
-def _one_per_alias(body: list) -> list:
-    """The statements, each import split into one statement per name it binds (``from x import a, b`` is two),
-    so that one name's import can go while the others stay."""
-    out = []
-    for st in body:
-        if isinstance(st, (ast.Import, ast.ImportFrom)) and len(st.names) > 1:
-            for a in st.names:
-                one = ast.Import(names=[a]) if isinstance(st, ast.Import) else ast.ImportFrom(st.module, [a], st.level)
-                out.append(one)
-        else:
-            out.append(st)
-    return out
-
-
-def _script_only(st: ast.stmt) -> bool:
-    """``if __name__ == "__main__": ...`` (no else): it runs only when the module is run as a script
-    (``python -m``), never when the code that computes a stored result imports it."""
-    t = st.test if isinstance(st, ast.If) else None
-    return (
-        isinstance(st, ast.If)
-        and not st.orelse
-        and isinstance(t, ast.Compare)
-        and isinstance(t.left, ast.Name)
-        and t.left.id == "__name__"
-        and len(t.ops) == 1
-        and isinstance(t.ops[0], ast.Eq)
-        and isinstance(t.comparators[0], ast.Constant)
-        and t.comparators[0].value == "__main__"
-    )
-
-
-def _binds(st: ast.stmt) -> Optional[tuple[str, str]]:
-    """(the one name ``st`` binds, its kind) for a statement that only binds a name: a function or class
-    definition, an assignment of names, an import of one name; else None."""
-    if isinstance(st, (ast.FunctionDef, ast.ClassDef)):
-        return st.name, "definition"
-    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-        return st.targets[0].id, "assignment"
-    if isinstance(st, ast.Import) and len(st.names) == 1:
-        a = st.names[0]
-        return (a.asname or a.name.split(".")[0]), f"import {a.name}"
-    if isinstance(st, ast.ImportFrom) and len(st.names) == 1:
-        a = st.names[0]
-        return (a.asname or a.name), f"from {st.module or ''} import {a.name}"
-    text = _package_import(st)
-    if text is not None:
-        return text.rpartition(" as ")[2], f"import {text.partition(' as ')[0]}"
-    return None
-
-
-def _mentions(tree: ast.AST) -> set:
-    """Every identifier ``tree`` names: names, attributes, imported names, keyword arguments, and strings that
-    are identifiers (``getattr(m, "main")``)."""
-    out = set()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name):
-            out.add(n.id)
-        elif isinstance(n, ast.Attribute):
-            out.add(n.attr)
-        elif isinstance(n, ast.alias):
-            out |= {n.name, n.asname or n.name, n.name.split(".")[0]}
-        elif isinstance(n, ast.keyword) and n.arg:
-            out.add(n.arg)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            out.add(n.value)
-            if n.value.startswith("andrea.") and " as " in n.value:  # a package import, normalised
-                out |= set(n.value.partition(" as ")[0].split(".")) | {n.value.rpartition(" as ")[2]}
-    return out
-
-
-def same_but_moved_out(old: str, new: str, package: str, names: set) -> tuple[str, list[str]]:
-    """("", what was removed) if the new source is the old one with only statements removed that bind one of
-    ``names`` (a definition, a name's assignment, one name's import), in the same order otherwise, the
-    ``if __name__ == "__main__":`` block aside (the script's entry, which no stored result ran); a removed
-    name is mentioned nowhere in what stays; a removed import of the package leaves its module imported by
-    what stays, and a removed import of anything else is of the standard library. Else (the problem, [])."""
-
-    def body(src: str) -> list:
-        tree = _Normalise(package, False).visit(_blank_annotations(_strip_docstrings(ast.parse(src))))
-        return [st for st in _one_per_alias(tree.body) if not _script_only(st)]
-
-    before, after = body(old), body(new)
-    dump = lambda st: ast.dump(st, annotate_fields=False)  # noqa: E731
-    removed: list = []
-    j = 0
-    for st in before:  # the new statements are the old ones in order, less some that bind a listed name
-        if j < len(after) and dump(after[j]) == dump(st):
-            j += 1
-            continue
-        b = _binds(st)
-        if b is None or b[0] not in names:
-            return f"differs beyond the removed definitions, at the old statement {dump(st)!s:.300}", []
-        removed.append(st)
-    if j < len(after):
-        return f"differs beyond the removed definitions: a new statement {dump(after[j])!s:.300}", []
-    gone = {_binds(st)[0]: _binds(st)[1] for st in removed}  # type: ignore[index]
-    still = _mentions(ast.Module(body=after, type_ignores=[])) & set(gone)
-    if still:
-        return f"removed, but still used by the code that stays: {sorted(still)}", []
-    stays = {t.partition(" as ")[0].rpartition(".")[0] for st in after if (t := _package_import(st)) is not None}
-    for name, kind in gone.items():
-        if kind.startswith("import andrea."):
-            if kind.removeprefix("import ").rpartition(".")[0] not in stays:
-                return f"the import of {name!r} ({kind}) removed its module from what the code imports", []
-        elif kind.startswith(("import ", "from ")):
-            module = kind.split()[1].split(".")[0]
-            if module not in sys.stdlib_module_names:
-                return (
-                    f"the import of {name!r} ({kind}) is not of the standard library: importing it may do something",
-                    [],
-                )
-    return "", [f"{name} ({kind})" for name, kind in gone.items()]
-
-
 def moved_out(rev: str, new_rev: Optional[str] = None) -> list[str]:
     """Problems (none: every covered module runs the old statements, less definitions and imports that no
     covered code reaches, now in modules no key covers); the new code is the working tree's, or ``new_rev``'s."""
@@ -772,83 +408,6 @@ def moved_out(rev: str, new_rev: Optional[str] = None) -> list[str]:
                         reached |= {str(what.value)} & names if isinstance(what, ast.Constant) else set(names)
             if reached:
                 problems.append(f"andrea/{name} reaches {sorted(reached)}, removed from andrea/{owner}")
-    return problems
-
-
-# ---------------------------------------------------------------------------------------------
-# Beside each proof: a sample of the carried runs re-run in full
-# ---------------------------------------------------------------------------------------------
-SAMPLE_RUNS = 3  # the cheapest carried runs, from as many grids, re-run in full before any key is carried
-
-
-def sample(plan: list, runs: int = SAMPLE_RUNS) -> list[tuple[str, int, float]]:
-    """(grid, cell index, stored seconds) of the runs ``rerun_sample`` re-runs: of each grid ``plan`` carries,
-    its cheapest run that trained to the end on this kind of CPU (``store.cpu_identity``, recorded with each
-    run: a run re-made on the kind of CPU that made it gives the same numbers to the last digit); of those,
-    the ``runs`` cheapest, so from ``runs`` grids."""
-    from andrea.evidence import store
-    from andrea.evidence.grids import DECLARED, GRIDS
-
-    carried = {path for path, _, _ in plan}
-    here = store.cpu_identity()
-    cheapest = []
-    for name in sorted(set(GRIDS) | set(DECLARED)):
-        if store.path(name) not in carried:
-            continue
-        cells = json.loads(store.path(name).read_text(encoding="utf-8"))["cells"]
-        mine = [
-            (float(c["result"]["seconds"]), i)
-            for i, c in enumerate(cells)
-            if c["result"].get("cpu") == here and not c["result"].get("diverged")
-        ]
-        if mine:
-            secs, i = min(mine)
-            cheapest.append((secs, name, i))
-    return [(name, i, secs) for secs, name, i in sorted(cheapest)[:runs]]
-
-
-def rerun_sample(plan: list, runs: int = SAMPLE_RUNS, run_cell=None) -> list[str]:
-    """Problems (none: each sampled run, re-made from scratch by today's code, gave its stored numbers
-    exactly). The syntax proofs say that the code runs the same statements; this says, on a few runs in full,
-    that it computes the same numbers: a change the proof missed that moves any number of a whole run (the
-    learning rate from step 50 on, which the first steps do not show) is refused. Refused too: a plan that
-    carries grids of which no run was trained on this kind of CPU (nothing to compare exactly)."""
-    from andrea.evidence import store
-    from andrea.evidence.grids import DECLARED, GRIDS, grid
-
-    if run_cell is None:
-        from andrea.evidence.runs import run_cell
-    grid_files = {store.path(n) for n in set(GRIDS) | set(DECLARED)}
-    grids = [p for p, _, _ in plan if p in grid_files]
-    chosen = sample(plan, runs)
-    if not chosen:
-        if not grids:
-            return []
-        return [
-            f"none of the {len(grids)} carried grid(s) has a run trained to the end on this kind of CPU "
-            f"({store.cpu_identity()}): re-key on a machine of the kind that trained them, where a re-run must "
-            f"give the stored numbers exactly"
-        ]
-    problems = []
-    for name, i, secs in chosen:
-        g = grid(name)
-        stored = json.loads(store.path(name).read_text(encoding="utf-8"))["cells"][i]["result"]
-        print(f"re-running {name} cell {i} ({g.cells[i].label}) in full: {secs:.0f} s when stored ...", flush=True)
-        fresh = json.loads(json.dumps(run_cell(g.cells[i], threads=1)))  # as the store writes it
-        differ = [
-            k
-            for k in sorted(fresh)
-            if k != "seconds" and json.dumps(stored.get(k), sort_keys=True) != json.dumps(fresh[k], sort_keys=True)
-        ]
-        if differ:
-            k = differ[0]
-            problems.append(
-                f"{name} cell {i} ({g.cells[i].label}) re-ran to other numbers: {', '.join(differ)} differ "
-                f"(final_val_loss stored {stored.get('final_val_loss')}, now {fresh.get('final_val_loss')}; "
-                f"first: {k})"
-            )
-        else:
-            print(f"  {name} cell {i}: every stored number again (final validation loss {fresh['final_val_loss']})")
     return problems
 
 
