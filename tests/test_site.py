@@ -480,7 +480,12 @@ def test_exercises_are_numbered_with_folded_solutions(browser, server, site):
 TRAINING_PAGES = {
     "book/evidence/01_residual_evidence.html": ["ch1_residual"],  # issue 47: the grid's evidence, shown open
     "book/evidence/02_layernorm_evidence.html": ["ch2_norm_lr", "ch2_final_ln", "ch2_held_lr"],  # issue 47: shown open
-    "book/evidence/03_prenorm_postnorm_evidence.html": ["ch3_warmup", "ch3_warmup_round2", "ch3_panel"],  # shown open
+    "book/evidence/03_prenorm_postnorm_evidence.html": [  # shown open
+        "ch3_warmup",
+        "ch3_warmup_round2",
+        "ch3_warmup_round3",
+        "ch3_panel",
+    ],
     "book/evidence/05_gelu_evidence.html": ["ch5_activation", "ch5_activation_round2"],
     "book/evidence/07_layerscale_evidence.html": ["ch7_layerscale", "ch7_layerscale_round2", "ch7_deep_80"],
     "book/papers.html": ["app_rezero", "app_layerscale_kind"],
