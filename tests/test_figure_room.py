@@ -178,3 +178,53 @@ def test_texts_of_two_panels_that_almost_touch_are_found_and_laid_apart():
     assert json.loads(png_audit(desk)["andrea:text-collisions"]) == []
     assert [ax.get_position().bounds for ax in fig.axes] == places
     plt.close(fig)
+
+
+def test_the_packages_sentences_name_panels_by_their_titles_not_by_their_places():
+    """Round 3's reader: the sentences under Fig 2.4 said "bottom right" and "top right", wrong on a phone,
+    where the panels are stacked. No sentence the package writes (its string constants, docstrings and
+    legend locations such as "upper right" aside) names a panel by its place; captions, which the site
+    annotates on a phone, are not the package's."""
+    import ast
+    import re
+    from pathlib import Path
+
+    locations = {"best", "upper right", "upper left", "lower left", "lower right", "right", "center left"}
+    locations |= {"center right", "lower center", "upper center", "center"}
+    place = re.compile(
+        r"\b(top|bottom|upper|lower)[ -](left|right)\b|\b(left|right|middle|top|bottom|upper|lower) "
+        r"(panel|row|column|chart|plot)s?\b|\((left|right|top|bottom)\)",
+        re.IGNORECASE,
+    )
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "andrea").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                if node.value.strip() not in locations and (m := place.search(node.value)):
+                    found.append(f"{path.name}:{node.lineno} {m.group(0)!r}")
+    assert found == [], f"sentences that name a panel by its place: {found}"
+
+
+def test_the_panels_fig_2_4s_sentences_name_are_its_panels_titles():
+    """The sentences under Fig 2.4 name its panels by title (*...* after "the panel"): each is a title the
+    figure draws, so that a reader finds it stacked on a phone as on a desktop."""
+    import re
+
+    import matplotlib.pyplot as plt
+
+    from andrea.views.pages import ch2, ch2_figures
+
+    named = re.findall(r"the panel \*([^*]+)\*", ch2.held_said().text)
+    fig = ch2_figures.held_figure()
+    titles = [ax.get_title() for ax in fig.axes]
+    plt.close(fig)
+    assert named, "no panel named"
+    assert all(any(t.startswith(n) for t in titles) for n in named), (named, titles)
