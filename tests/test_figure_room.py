@@ -82,14 +82,47 @@ def _init(full):  # Fig 3.1, on a smaller stack than the chapter's (the layout i
     return ch3.init_figure({n: analysis.compare_norms(depth=6, d_model=32, init=i) for n, i in inits.items()}, "cpu")
 
 
-FIGURES = {"4.2": _budget, "6.2": _trace, "6.1": _full_budget, "2.1": _tokens, "8.6": _probes, "3.1": _init}
+def _steps(T: int, hs: int = 32):
+    rng = np.random.default_rng(0)
+    mask = np.triu(np.ones((T, T), dtype=bool), 1)
+    scores = rng.normal(size=(T, T))
+    weights = np.exp(scores) * ~mask
+    weights /= weights.sum(1, keepdims=True)
+    qkv = {k: rng.normal(size=(T, hs)) for k in "qkv"}
+    labels = [" dictionary", " sorted", " the", " keys", ".", "The"] * 4
+    return {**qkv, "mask": mask, "scores": scores, "weights": weights}, labels[:T]
+
+
+def _scores(full):  # the attention page's Fig 2 and chapter 8's: square heat maps with a colorbar each
+    from andrea.views import attention_figures
+
+    return attention_figures.scores_figure(*_steps(13))
+
+
+def _qkv(full):  # the attention page's Fig 1: three tall heat maps with a colorbar each
+    from andrea.views import attention_figures
+
+    return attention_figures.qkv_figure(*_steps(21))
+
+
+FIGURES = {
+    "4.2": _budget,
+    "6.2": _trace,
+    "6.1": _full_budget,
+    "2.1": _tokens,
+    "8.6": _probes,
+    "3.1": _init,
+    "attention scores": _scores,
+    "attention q, k, v": _qkv,
+}
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_a_book_figure_gives_its_narrowest_panel_room_on_a_phone(full, name):
     """Issue 47: "no plotted area narrower than 200 px at 390 px". Every figure's PNG records its narrowest
     plotted area (andrea:min-plot-px, desktop and phone renderings); on the phone, as shown in its column,
-    it is at least MIN_PLOT_PX. Fig 4.2's and 6.2's long bar names squeezed their bars to a strip."""
+    it is at least MIN_PLOT_PX. Fig 4.2's and 6.2's long bar names squeezed their bars to a strip; the
+    attention heat maps lost a sixth of the column to the colorbar beside each (on a phone it goes under)."""
     import matplotlib.pyplot as plt
     from PIL import Image
 

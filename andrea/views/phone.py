@@ -28,6 +28,10 @@ from .legibility import (
     untangle_ticks,
 )
 
+# tight_layout's padding on a phone: a narrow margin at the column's edges (the PNG is cropped to its
+# drawing anyway), the usual room between stacked panels
+_PADS = {"pad": 0.4, "h_pad": 1.08, "w_pad": 1.08}
+
 
 def _panels(fig) -> list | None:
     """The figure's panels, row by row and left to right, when every axes sits in a cell or span of one
@@ -102,8 +106,27 @@ def _lay_out_above_foot(fig) -> float:
     below = max((a.get_window_extent().y1 / fig.bbox.height for a in low), default=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a layout tight_layout cannot fit is drawn as it comes
-        fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+        fig.tight_layout(**_PADS, rect=(0, max(0.03, below + 0.01), 1, 1))
     return below
+
+
+def _colorbar_under(ax, colorbar):
+    """A horizontal copy of ``colorbar`` (a vertical one beside ``ax``) drawn under ``ax``, below its tick
+    labels and x label, wherever the layout puts ``ax``; returns its axes."""
+    from matplotlib.transforms import Bbox
+
+    def locate(cax, renderer):
+        box = ax.xaxis.get_tightbbox(renderer) or ax.bbox
+        px = ax.figure.dpi / 72
+        top = min(box.y0, ax.bbox.y0) - 6 * px
+        return Bbox.from_bounds(ax.bbox.x0, top - 9 * px, ax.bbox.width, 9 * px).transformed(
+            ax.figure.transFigure.inverted()
+        )
+
+    cax = ax.inset_axes([0, -0.3, 1, 0.05])
+    cax.set_axes_locator(locate)
+    ax.figure.colorbar(colorbar.mappable, cax=cax, orientation="horizontal")
+    return cax
 
 
 def _long_names(ax) -> bool:
@@ -188,6 +211,8 @@ def phone_png(fig, dpi: float = 100) -> bytes:
     swapped: list = []  # axes legends drawn in one column on the phone (the desktop's, kept to restore)
     moved: dict = {}  # grids made inside a cell (a panel and its colorbar), moved with their cell
     thinned: list = []  # tick labels dropped where they ran into each other (untangle_ticks)
+    titles: list = []  # (axes, its title) wrapped to the panel's width
+    bars_under: list = []  # colorbars drawn under their panel on the phone (removed afterwards)
     roomed: list = []  # long names on a y-axis wrapped so that their panel is wide enough (_room_for_plots)
     limits: list = []  # (axes, x limits) widened to hold the values written past a bar's end (_room_for_plots)
     width = PHONE_PX / dpi
@@ -202,6 +227,14 @@ def phone_png(fig, dpi: float = 100) -> bytes:
                 if id(ax) not in kept:
                     ax.set_visible(False)  # a panel switched off
             for i, group in enumerate(panels):
+                bars = [a for a in group if hasattr(a, "_colorbar") and a._colorbar.orientation == "vertical"]
+                main = [a for a in group if not hasattr(a, "_colorbar")]
+                if bars and len(main) == 1:  # beside its panel a colorbar takes the column's width from it
+                    main[0].set_subplotspec(stacked[i, 0])
+                    for cax in bars:
+                        cax.set_visible(False)
+                        bars_under.append(_colorbar_under(main[0], cax._colorbar))
+                    continue
                 for ax in group:
                     _place(ax, stacked[i, 0], moved)
             fig.set_size_inches(width, each * len(panels) + 0.3)
@@ -260,6 +293,25 @@ def phone_png(fig, dpi: float = 100) -> bytes:
             # with a margin: the column may be a few pixels narrower than PHONE_PX
             if min_plot_px(fig, dpi) * min(1.0, PHONE_PX / _natural_width_px(fig, dpi)) >= MIN_PLOT_PX * 1.05:
                 break
+        # a title wider than its panel holds the panel narrower than the column lets it be: wrapped to the panel
+        renderer = fig.canvas.get_renderer()
+        for ax in _plots(fig):
+            text = ax.get_title()
+            box = ax.title.get_window_extent(renderer)
+            if text and "\n" not in text and box.width > ax.bbox.width:
+                titles.append((ax, text))
+                ax.title.set_text(textwrap.fill(text, max(12, int(len(text) * ax.bbox.width / box.width))))
+        if titles:
+            below = _lay_out_above_foot(fig)
+        for _ in range(3):  # a panel of fixed aspect (a heat map's square cells) is as wide as its height lets it be
+            scale = min(1.0, PHONE_PX / _natural_width_px(fig, dpi))
+            fixed = [ax.bbox.width * dpi / fig.dpi * scale for ax in _plots(fig) if ax.get_aspect() != "auto"]
+            narrow = [w for w in fixed if w < MIN_PLOT_PX * 1.05]
+            if not narrow:
+                break
+            w, h = fig.get_size_inches()
+            fig.set_size_inches(w, h * min(2.0, MIN_PLOT_PX * 1.1 / max(min(narrow), 1.0)))
+            below = _lay_out_above_foot(fig)
         # in the stacked panels, as on the desktop; one with no free corner goes under its own panel
         # (below), the last panel's too
         legends_off_data(fig, send_below=False)
@@ -292,7 +344,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         if (turned or wrapped) and type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fig.tight_layout(rect=(0, max(0.03, below + 0.01), 1, 1))
+                fig.tight_layout(**_PADS, rect=(0, max(0.03, below + 0.01), 1, 1))
             fig.canvas.draw()
         thinned = untangle_ticks(fig)
         covering = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
@@ -305,7 +357,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
             if type(fig.get_layout_engine()).__name__ != "ConstrainedLayoutEngine":
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fig.tight_layout(rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
+                    fig.tight_layout(**_PADS, rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
             fig.canvas.draw()
             renderer = fig.canvas.get_renderer()
             # just under the panel's own tick labels and axis label; the layout then makes room for the
@@ -327,7 +379,7 @@ def phone_png(fig, dpi: float = 100) -> bytes:
                     break
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fig.tight_layout(rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
+                    fig.tight_layout(**_PADS, rect=(0, max(0.03, (below * h) / (h + grow) + 0.01), 1, 1))
                 fig.canvas.draw()
                 renderer = fig.canvas.get_renderer()
         _clear_the_foot(fig)
@@ -345,6 +397,10 @@ def phone_png(fig, dpi: float = 100) -> bytes:
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
         return buf.getvalue()
     finally:
+        for ax, text in titles:
+            ax.title.set_text(text)
+        for cax in bars_under:
+            cax.remove()
         _restore_ticks(thinned)
         _restore_ticks(roomed)
         for ax, xlim in reversed(limits):
