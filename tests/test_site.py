@@ -734,6 +734,31 @@ def test_figure_text_is_at_least_min_font_px_as_shown(site, browser, server, wid
     assert small == [], f"figure text below {MIN_FONT_PX} px at {width} px: {small}"
 
 
+def test_on_a_phone_every_figures_narrowest_plotted_area_is_at_least_min_plot_px_as_shown(site, browser, server):
+    """Issue 47: "no plotted area narrower than 200 px at 390 px". Each figure's narrowest panel (recorded in
+    the PNG by andrea.views.figure_png.book_png / phone.phone_png, andrea:min-plot-px), at the size the page
+    shows the figure on a phone, is at least legibility.MIN_PLOT_PX wide (Fig 4.2's bars were a 10 px strip)."""
+    from andrea.views.figure_png import png_audit
+    from andrea.views.legibility import MIN_PLOT_PX
+
+    narrow, unaudited, n = [], [], 0
+    for path in site_pages():
+        ctx, pg = _open(browser, server, path, 390)
+        for f in _figures(pg):
+            n += 1
+            audit = png_audit((site / unquote(f["src"]).lstrip("/")).read_bytes())
+            if "andrea:min-plot-px" not in audit:
+                unaudited.append(f"{path}: {f['src'][-24:]}")
+                continue
+            shown = float(audit["andrea:min-plot-px"]) * f["shown"] / f["natural"]
+            if shown < MIN_PLOT_PX:
+                narrow.append(f"{path}: {f['src'][-24:]} {shown:.0f} px")
+        ctx.close()
+    assert n > 20, f"only {n} figures found"
+    assert unaudited == [], f"figures without andrea:min-plot-px (drawn before it was recorded): {unaudited}"
+    assert narrow == [], f"plotted areas narrower than {MIN_PLOT_PX:.0f} px at 390 px: {narrow}"
+
+
 def test_on_a_phone_every_figure_fits_the_column_without_sideways_scrolling(browser, server):
     """Issue 33: at 390 px each figure shows its phone rendering (panels stacked), no wider than the
     column, in a box that does not scroll sideways."""

@@ -18,16 +18,18 @@ from .legibility import (
     legends_off_data,
     legends_on_data,
     legible,
+    min_plot_px,
     same_look,
     texts_collide,
     untangle_ticks,
 )
-from .phone import phone_png
+from .phone import _lay_out_above_foot, phone_png
 
 
 def book_png(fig, dpi: float = 100) -> bytes:
     """The figure as the book shows it (a tight PNG), with its legibility audit in the PNG's text
-    chunks: ``andrea:min-font-px`` (smallest font, in the PNG's pixels), ``andrea:same-look``
+    chunks: ``andrea:min-font-px`` (smallest font, in the PNG's pixels), ``andrea:min-plot-px`` (the
+    narrowest plotted area's width, in the PNG's pixels), ``andrea:same-look``
     (lines a reader cannot tell apart), ``andrea:legend-on-data`` (legends over plotted points, after
     ``legends_off_data`` moved what it could) and ``andrea:colours`` (each named line's colour).
     ``tests/test_site.py`` reads them from the built site."""
@@ -40,6 +42,14 @@ def book_png(fig, dpi: float = 100) -> bytes:
     untangle_ticks(fig)
     _clear_the_foot(fig)
     _clear_the_head(fig)
+    places = [(ax, ax.get_position(original=True)) for ax in fig.axes]
+    size = fig.get_size_inches().copy()
+    if any(c.endswith("almost touch") for c in texts_collide(fig)):
+        # raised fonts brought two panels' texts together (a row's x labels onto the next row's titles):
+        # laid out again at the fonts the figure is shown with (the figure's own layout is put back after)
+        _lay_out_above_foot(fig)
+        _clear_the_foot(fig)
+        _clear_the_head(fig)
     colours = {
         ln.get_label(): matplotlib.colors.to_hex(ln.get_color())
         for ax in fig.axes
@@ -48,6 +58,7 @@ def book_png(fig, dpi: float = 100) -> bytes:
     }
     meta = {
         "andrea:min-font-px": f"{min_px:.2f}",
+        "andrea:min-plot-px": f"{min_plot_px(fig, dpi):.1f}",
         "andrea:same-look": json.dumps(same_look(fig)),
         "andrea:legend-on-data": json.dumps(legends_on_data(fig)),
         "andrea:text-collisions": json.dumps(texts_collide(fig), ensure_ascii=True),
@@ -55,6 +66,9 @@ def book_png(fig, dpi: float = 100) -> bytes:
     }
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=meta)
+    fig.set_size_inches(size)
+    for ax, pos in places:
+        ax.set_position(pos)
     shown = [(t, t.get_fontsize()) for t in _texts(fig)]
     for t, size in drawn:  # the phone's rendering raises the fonts it needs from the figure's own
         t.set_fontsize(size)

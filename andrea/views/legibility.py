@@ -18,6 +18,8 @@ SHOWN_AT_MOST_PX = 640
 # On a phone the site shows another rendering of each figure (``phone.phone_png``), its panels stacked, at
 # most as wide as the text column of a 390 px screen (book/_static/andrea.css, book/_ext/andrea_site.py).
 PHONE_PX = 340
+# The narrowest a plotted area may be shown on a phone, in CSS pixels (issue 47): narrower, its data cannot be read.
+MIN_PLOT_PX = 200.0
 
 
 def _texts(fig):
@@ -75,6 +77,17 @@ def _natural_width_px(fig, dpi: float) -> float:
         FigureCanvasAgg(fig)
     fig.canvas.draw()
     return fig.get_tightbbox(fig.canvas.get_renderer()).width * dpi
+
+
+def _plots(fig) -> list:
+    """The figure's plotted areas: its visible axes with their frame on, not a colorbar."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.axison and not hasattr(ax, "_colorbar")]
+
+
+def min_plot_px(fig, dpi: float) -> float:
+    """The width of the figure's narrowest plotted area (``_plots``), in the pixels of a PNG saved at ``dpi``."""
+    fig.canvas.draw()
+    return min((ax.bbox.width * dpi / fig.dpi for ax in _plots(fig)), default=float("inf"))
 
 
 def legible(fig, dpi: float = 100, at_most: float = SHOWN_AT_MOST_PX) -> float:
@@ -227,37 +240,62 @@ def _extent(artist, renderer):
     return artist.get_window_extent(renderer)
 
 
+# Texts of two panels closer than this share of the smaller font read as one (a panel's x label and the
+# title of the panel under it): the reader cannot tell which panel a label belongs to.
+PANEL_GAP_EM = 0.35
+
+
+def _panel_of(ax):
+    """The panel ``ax`` belongs to: its cell of the figure's grid (a twin and a colorbar made in the cell
+    belong to their panel), else the axes itself."""
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return id(ax)
+    top = spec.get_topmost_subplotspec()
+    return (id(top.get_gridspec()), top.rowspan.start, top.colspan.start)
+
+
+def _font_px(artist, fig) -> float:
+    """The size of ``artist``'s font (a legend: of its entries), in the figure's pixels."""
+    texts = artist.get_texts() if hasattr(artist, "get_texts") else [artist]
+    return min((t.get_fontsize() for t in texts), default=10.0) * fig.dpi / 72
+
+
 def texts_collide(fig) -> list[str]:
     """Texts drawn over each other: any two of the figure's own lines (its provenance), the panels'
     titles, axis labels, tick labels and text labels, and the legends' boxes, whose boxes overlap by
     more than a pixel each way (a label on a bar's top run into a line's note; a phone's taller tick
-    labels run into the provenance line)."""
+    labels run into the provenance line). Texts of two different panels are also reported when they
+    are closer than ``PANEL_GAP_EM`` of the smaller font (one row's x labels touching the next row's
+    titles): they do not overlap, but the eye cannot tell which panel each belongs to."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     named: list = []
     for t in fig.texts:
-        named.append((f"figure text {t.get_text()[:30]!r}", t))
+        named.append((f"figure text {t.get_text()[:30]!r}", t, None))
     for k, ax in enumerate(fig.axes):
         if not ax.get_visible():
             continue
         parts = [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
         parts += _drawn_tick_labels(ax.xaxis) + _drawn_tick_labels(ax.yaxis)
-        named += [(f"axis {k} {t.get_text()[:30]!r}", t) for t in parts]
+        named += [(f"axis {k} {t.get_text()[:30]!r}", t, _panel_of(ax)) for t in parts]
         if ax.get_legend() is not None:
-            named.append((f"axis {k} legend", ax.get_legend()))
-    named += [(f"figure legend {j}", lg) for j, lg in enumerate(fig.legends)]
+            named.append((f"axis {k} legend", ax.get_legend(), _panel_of(ax)))
+    named += [(f"figure legend {j}", lg, None) for j, lg in enumerate(fig.legends)]
     boxes = []
-    for name, a in named:
+    for name, a, panel in named:
         if not a.get_visible() or (hasattr(a, "get_text") and not a.get_text().strip()):
             continue
         box = _extent(a, renderer)
         if box.width > 0 and box.height > 0:
-            boxes.append((name, box))
+            boxes.append((name, box, panel, _font_px(a, fig)))
     bad = []
-    for i, (na, a) in enumerate(boxes):
-        for nb, b in boxes[i + 1 :]:
-            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+    for i, (na, a, pa, fa) in enumerate(boxes):
+        for nb, b, pb, fb in boxes[i + 1 :]:
+            if _overlap(a, b):
                 bad.append(f"{na} and {nb} overlap")
+            elif pa is not None and pb is not None and pa != pb and _overlap(a, b, -PANEL_GAP_EM * min(fa, fb)):
+                bad.append(f"{na} and {nb} (two panels) almost touch")
     return bad
 
 
@@ -273,6 +311,8 @@ def _drawn_tick_labels(axis) -> list:
 
 
 def _overlap(a, b, px: float = 1.0) -> bool:
+    """Boxes ``a`` and ``b`` overlap by more than ``px`` each way (a negative ``px``: they come closer than
+    ``-px``)."""
     return min(a.x1, b.x1) - max(a.x0, b.x0) > px and min(a.y1, b.y1) - max(a.y0, b.y0) > px
 
 

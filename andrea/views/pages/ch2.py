@@ -140,9 +140,10 @@ def held_said() -> Markdown:
     ]
     if hl.v["runaway"]:
         said.append(
-            "The figure shows what happened instead. Without the blocks' LayerNorms the stream (bottom right) was "
-            f"already {s['hl_times_pre']} times pre-norm's at the end of the warmup, and it climbed by orders of "
-            "magnitude while the loss (top right) barely moved, because the final LayerNorm rescales whatever "
+            "The figure shows what happened instead. Without the blocks' LayerNorms the stream (the panel "
+            f"*RMS of the residual stream, last block*) was already {s['hl_times_pre']} times pre-norm's at the end "
+            "of the warmup, and it climbed by orders of magnitude while the loss (the panel *training loss: no "
+            "LayerNorm in the blocks*) barely moved, because the final LayerNorm rescales whatever "
             "reaches it. What broke these runs was the stream's scale running away from the first steps, not a "
             "slow sum of small errors."
         )
@@ -150,7 +151,8 @@ def held_said() -> Markdown:
         none = held("none", 1e-2)
         stopped = sum(bool(r["diverged"]) for r in none)
         said.append(
-            "Without any LayerNorm (bottom left) the loss spiked again and again early on, and the spikes died out "
+            "Without any LayerNorm (the panel *training loss: no LayerNorm at all*) the loss spiked again and again "
+            "early on, and the spikes died out "
             "with the rate unchanged"
             + (
                 f"; {stopped} of its {len(none)} runs still stopped later (x), on one sudden leap, not a pile-up."
