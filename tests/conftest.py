@@ -38,6 +38,7 @@ def site() -> Path:
 # together: seconds measured with two workers (2 cores); the others follow in file order.
 MODULE_SECONDS = {
     "test_store.py": 376,
+    "test_figure_room.py": 95,
     "test_faults.py": 345,
     "test_portable.py": 272,
     "test_site.py": 229,
