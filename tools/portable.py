@@ -102,7 +102,8 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     "attention": {
         "exact": (
             "block even_fresh_min even_head even_max_block even_min_block fresh_max head hs n_head "
-            "n_tokens prev_head query_pos query_word top_pos top_w top_word uniform_w width"
+            "n_tokens prev_head query_pos query_word top_pos top_w top_word uniform_w width "
+            "phrase rep_block rep_default rep_even rep_head rep_w"  # the trained model on a repeated phrase
         ),
         # max |by hand - fused kernel| and |row sum - 1|: float32's rounding
         "rounding": "hand_diff row_sum_err",
@@ -157,7 +158,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
         "exact": (
             "dgelu_max dgelu_min g_3gap g_m1 g_m3 gelu0 gelu0_t gelu_hi gelu_jump gelu_lo gelu_min gelu_min_x "
             "gpu_note max_err max_err_x pre64 pre64c pre768 rel_err relu_jump relu_said shazeer_words "
-            "std_corrected swiglu_said tr_*"
+            "std_corrected swiglu_said tr_* rounds_said"
         ),
         "timing": "speed_ratio",
     },
