@@ -231,20 +231,26 @@ def round2_table() -> Table:
     return table(rows, list(rows[0]))
 
 
-def round2_figure():
+def _round_figure(rows: list, grid: str, palette=None):
+    """A round's training-loss curves, one panel per ``panel`` label, one colour per ``arm``, against the plateau."""
     from .. import plots
 
-    r2 = round2()
     return plots.loss_bands_figure(
-        r2.post_figure_runs(),
+        rows,
         facet="panel",
         color="arm",
         labels=lambda k, v: str(v),
-        hline=(r2.runs[0]["unigram_ce"], "unigram entropy"),
-        source=evaluation.provenance("ch3_warmup_round2"),
+        hline=(rows[0]["unigram_ce"], "unigram entropy"),
+        source=evaluation.provenance(grid),
         ncols=2,
-        palette=plots.WARMUP_COLOURS,
+        palette=palette,
     )
+
+
+def round2_figure():
+    from .. import plots
+
+    return _round_figure(round2().post_figure_runs(), "ch3_warmup_round2", plots.WARMUP_COLOURS)
 
 
 def round2_outcome() -> Markdown:
@@ -400,18 +406,7 @@ def _half_widths() -> str:
 
 
 def round3_figure():
-    from .. import plots
-
-    r3 = round3()
-    return plots.loss_bands_figure(
-        r3.figure_runs(),
-        facet="panel",
-        color="arm",
-        labels=lambda k, v: str(v),
-        hline=(r3.runs[0]["unigram_ce"], "unigram entropy"),
-        source=evaluation.provenance("ch3_warmup_round3"),
-        ncols=2,
-    )
+    return _round_figure(round3().figure_runs(), "ch3_warmup_round3")
 
 
 # --- the training panel ------------------------------------------------------------------------------------------
