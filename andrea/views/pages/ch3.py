@@ -408,9 +408,10 @@ def _claims(detailed: bool) -> list[Claim]:
             "(Implied) Pre-norm does not need the warmup that post-norm needs.",
             pre_measured,
             pre_all,
-            "round 3 tests the opposite, that warmup lowers pre-norm's final loss; rounds 1 and 2 tested pre-norm "
-            "with an equivalence test (within ±0.05 nats) that five seeds could not confirm, and are shown as "
-            "history",
+            "round 3 tests the opposite, that warmup lowers pre-norm's final loss; rounds 1 and 2's equivalence "
+            f"controls (within ±0.05 nats, five seeds) read {r1.control.verdict.label} at 400 steps and "
+            + " and ".join(f.verdict.label for f in r2.pre_controls())
+            + " at round 2's setting, and are shown as history",
             anchor="ev-ch3-pre-warmup",
         ),
         Claim(
