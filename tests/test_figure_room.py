@@ -246,18 +246,19 @@ def test_the_packages_sentences_name_panels_by_their_titles_not_by_their_places(
     assert found == [], f"sentences that name a panel by its place: {found}"
 
 
-def test_the_panels_fig_2_4s_sentences_name_are_its_panels_titles():
-    """The sentences under Fig 2.4 name its panels by title (*...* after "the panel"): each is a title the
-    figure draws, so that a reader finds it stacked on a phone as on a desktop."""
-    import re
-
+def test_the_source_arms_figure_marks_exactly_the_runs_the_declared_rule_counts_as_late():
+    """Fig 2.4 (chapter 2's source arm): a black dot for each run the rule counts (``twoway``'s late break),
+    one per run, in the panel of its rate; the panel's title gives the same count."""
     import matplotlib.pyplot as plt
 
-    from andrea.views.pages import ch2, ch2_figures
+    from andrea.evidence.grids.ch2 import SOURCE_RATES
+    from andrea.views.pages import ch2_source
 
-    named = re.findall(r"the panel \*([^*]+)\*", ch2.held_said().text)
-    fig = ch2_figures.held_figure()
-    titles = [ax.get_title() for ax in fig.axes]
+    fig = ch2_source.source_figure()
+    for ax, lr in zip(fig.axes, SOURCE_RATES):
+        dots = [ln for ln in ax.lines if ln.get_marker() == "o"]
+        counted = sum(ch2_source.late(r) for norm in ("none", "pre") for r in ch2_source.runs(norm, lr))
+        assert len(dots) == counted, (lr, len(dots), counted)
+        k = sum(ch2_source.late(r) for r in ch2_source.runs("none", lr))
+        assert ax.get_title().split(": ")[1].startswith(f"{k} of"), ax.get_title()
     plt.close(fig)
-    assert named, "no panel named"
-    assert all(any(t.startswith(n) for t in titles) for n in named), (named, titles)

@@ -479,7 +479,7 @@ def test_exercises_are_numbered_with_folded_solutions(browser, server, site):
 # ---------------------------------------------------------------------------------------------
 TRAINING_PAGES = {
     "book/evidence/01_residual_evidence.html": ["ch1_residual"],  # issue 47: the grid's evidence, shown open
-    "book/evidence/02_layernorm_evidence.html": ["ch2_norm_lr", "ch2_final_ln", "ch2_held_lr"],  # issue 47: shown open
+    "book/evidence/02_layernorm_evidence.html": ["ch2_norm_lr", "ch2_final_ln", "ch2_source_arm", "ch2_held_lr"],
     "book/evidence/03_prenorm_postnorm_evidence.html": [  # shown open
         "ch3_warmup",
         "ch3_warmup_round2",

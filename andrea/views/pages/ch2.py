@@ -2,10 +2,11 @@
 
 The lesson (``book/02_layernorm.md``) calls ``what_we_found`` first, then the overflow's words
 (``glue_overflow``), the training section's verdict sentences (``norm_lr_said``, ``final_ln_said``,
-``held_said``) and ``claims`` last. ``live`` measures again, with the lesson's own code and seeds, what the
-lesson measures in its cells, for the claims and for the evidence page (``book/evidence/02_layernorm_evidence.md``),
-which calls ``evidence_claims`` and one function per section. The training grids are read in ``ch2_training``
-and drawn in ``ch2_figures``.
+``held_said``, ``source_said``) and ``claims`` last. ``live`` measures again, with the lesson's own code and
+seeds, what the lesson measures in its cells, for the claims and for the evidence page
+(``book/evidence/02_layernorm_evidence.md``), which calls ``evidence_claims`` and one function per section.
+The training grids are read in ``ch2_training`` and drawn in ``ch2_figures``; the source's own arm, which
+decides "accumulate", in ``ch2_source``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ..lesson import evidence_claims as _evidence_claims
 from ..lesson import found as _found
 from ..notebook import Claim, Table, glue
 from .ch2_figures import growth_figure, held_figure, training_figure
-from .ch2_training import WIRING, final_ln, held, held_lr, norm_lr
+from .ch2_source import source, source_evidence, source_figure, source_said, source_table
+from .ch2_training import WIRING, final_ln, held_lr, norm_lr
 
 STEM = "02_layernorm"
 SCALES = [1, 2, 4, 8, 12, 32, 64, 128]  # the weight factors of the overflow sweep (the lesson's list)
@@ -54,7 +56,7 @@ def rate_in_sweep(lr: float, lrs: list) -> str:
 # ---------------------------------------------------------------------------------------------------------
 def what_we_found() -> Markdown:
     """ "What we found": the three training verdicts, one number each."""
-    nl, fl, hl = norm_lr().said, final_ln(), held_lr()
+    nl, fl = norm_lr().said, final_ln()
     first = (
         f"Without any normalisation, training a small model broke: at a peak learning rate of {nl['top_lr']}, "
         f"{nl['top_none']} runs ended on an infinite or NaN ('not a number', what 0/0 gives) loss or gradient, "
@@ -65,20 +67,15 @@ def what_we_found() -> Markdown:
         f"It is the LayerNorms inside the blocks that keep it finite: with only the final one kept, "
         f"{fl.said['fl_final_2']} runs still broke (**{fl.said['fl_verdict']}**)."
     )
-    acc = hl.said["hl_acc"]
+    src = source()
+    acc = src.said["src_label"]
     if acc == "confirmed":
         third = f"The source's reason, that small instabilities *accumulate* into NaN, held (**{acc}**)."
-    elif hl.v["runaway"]:
-        third = (
-            "The source's reason, that small instabilities *accumulate* into NaN, is not what we saw: the "
-            f"residual stream's size ran away from the first steps (at the end of the warmup it was already "
-            f"{hl.said['hl_times_pre']} times pre-norm's), and the book's test for an accumulation ({{doc}}`how the "
-            f"book checks <checking>`) came out **{term(acc)}**."
-        )
     else:
         third = (
-            "By the book's test ({doc}`how the book checks <checking>`), whether small instabilities *accumulate* "
-            f"into NaN, as the source says, is **{term(acc)}**."
+            "The source's reason, that small instabilities *accumulate* into NaN, was tested on its own arm (no "
+            f"LayerNorm at all, a rate held high), and it is **{term(acc)}** by the book's test "
+            f"({{doc}}`how the book checks <checking>`): {src.said['src_instead']}."
         )
     return _found(first, second, third)
 
@@ -125,42 +122,22 @@ def final_ln_said() -> Markdown:
 
 
 def held_said() -> Markdown:
-    """The held rate's verdict, and what the runs did instead, as far as the data say so."""
+    """What the runs without the blocks' LayerNorms did at the held rate (the final one kept)."""
     hl = held_lr()
     s = hl.said
     last = s["hl_steps"].split("–")[-1]
-    said = [
-        f"At the held rate, {s['hl_final']} runs without the blocks' LayerNorms broke"
+    said = (
+        f"At a rate held at 10⁻², {s['hl_final']} runs without the blocks' LayerNorms (the final one kept) broke"
         + (f", all by step {last}," if last.isdigit() else "")
-        + f" against {s['hl_pre']} pre-norm runs. Whether small instabilities accumulate is "
-        f"**{s['hl_acc']}** by the test declared before the runs: a break counts as accumulating only if it came "
-        f"after step {s['hl_late']}, from a stream still tame when the warmup ended. {s['hl_acc_count']}"
-        + (": too few to decide" if s["hl_acc"] == "inconclusive" else "")
-        + f" ({_ref('ev-ch2-accumulate')})."
-    ]
+        + f" against {s['hl_pre']} pre-norm runs."
+    )
     if hl.v["runaway"]:
-        said.append(
-            "The figure shows what happened instead. Without the blocks' LayerNorms the stream (the panel "
-            f"*RMS of the residual stream, last block*) was already {s['hl_times_pre']} times pre-norm's at the end "
-            "of the warmup, and it climbed by orders of magnitude while the loss (the panel *training loss: no "
-            "LayerNorm in the blocks*) barely moved, because the final LayerNorm rescales whatever "
-            "reaches it. What broke these runs was the stream's scale running away from the first steps, not a "
-            "slow sum of small errors."
+        said += (
+            f" Their stream was already {s['hl_times_pre']} times pre-norm's at the end of the warmup and climbed "
+            "by orders of magnitude while the loss barely moved, because the final LayerNorm rescales whatever "
+            f"reaches it: a runaway from the first steps, not a slow sum of small errors ({_ref('ev-ch2-round1')})."
         )
-    if hl.v["died_out"]:
-        none = held("none", 1e-2)
-        stopped = sum(bool(r["diverged"]) for r in none)
-        said.append(
-            "Without any LayerNorm (the panel *training loss: no LayerNorm at all*) the loss spiked again and again "
-            "early on, and the spikes died out "
-            "with the rate unchanged"
-            + (
-                f"; {stopped} of its {len(none)} runs still stopped later (x), on one sudden leap, not a pile-up."
-                if stopped
-                else "."
-            )
-        )
-    return paragraphs(*said)
+    return paragraphs(said)
 
 
 def glue_runs() -> None:
@@ -210,8 +187,8 @@ def claim_list(m: dict) -> list[Claim]:
     """The chapter's claims, from the live measurements ``m`` (``measured``) and the stored grids."""
     nl, fl, hl = norm_lr().v, final_ln().v, held_lr()
     growth, runaway = nl["growth"], nl["runaway"]
-    hl_warm = hl.v["hl_warm"]
     counted = hl.v["counted"]
+    src = source().said
     return [
         Claim(
             "LayerNorm brings each token's representation to zero mean and unit variance, then applies a learned "
@@ -262,12 +239,11 @@ def claim_list(m: dict) -> list[Claim]:
         ),
         Claim(
             "... because small instabilities accumulate over training.",
-            f"rate held at 1e-2 for {hl.v['hl_held']} steps: {counted['final']} runs without the blocks' "
-            f"LayerNorms diverged, {counted['pre']} pre-norm, {counted['none']} without any",
-            hl.v["accumulates"],
-            f"a declared test: {hl.v['hl_acc_said']} breaks count as an accumulation (after step {2 * hl_warm}, "
-            "from a stream still tame at the warmup's end); at a peak of 2e-2 the overflow's timing could not "
-            f"tell ({fl['k_f2']} of {fl['n_f2']} vs {fl['k_p2']} of {fl['n_p2']})",
+            f"no LayerNorm at all, rate held at {src['src_rates']} for {src['src_held']} steps: {src['src_none']} runs "
+            f"broke again after a quiet stretch, {src['src_div']} diverged ({src['src_pre_all']})",
+            source().v["ev"].verdict,
+            f"declared two-sided test, per rate: {src['src_needs']}; round 1 (final LayerNorm kept, "
+            f"{counted['final']} broke): {hl.v['accumulates'].label}",
             anchor="ev-ch2-accumulate",
         ),
         Claim(
@@ -582,6 +558,10 @@ __all__ = [
     "held_evidence",
     "held_said",
     "held_tables",
+    "source_evidence",
+    "source_figure",
+    "source_said",
+    "source_table",
     "live",
     "norm_lr_caveats",
     "norm_lr_evidence",
