@@ -237,13 +237,13 @@ def source_figure():
     ``LATE``."""
     rd = source()
     n, warm, steps = rd.v["n"], rd.v["warm"], rd.v["steps"]
-    fig, axes = plt.subplots(1, len(SOURCE_RATES), figsize=(10, 4.6), sharey=True)
+    fig, axes = plt.subplots(1, len(SOURCE_RATES), figsize=(9.5, 4.8), sharey=True)
     for ax, lr in zip(np.atleast_1d(axes), SOURCE_RATES):
         for block, norm in enumerate(("pre", "none")):
             for i, r in enumerate(runs(norm, lr)):
                 y = block * (n + 2) + i
                 end = r["diverged_at"] if r["diverged"] else steps
-                ax.plot([0, end], [y, y], color=COLOURS[norm], lw=0.6, alpha=0.25)  # the steps it trained
+                ax.hlines(y, 0, end, color="0.75", lw=0.6)  # the steps it trained
                 b = twoway.breaks(r)
                 ax.plot(b, [y] * len(b), "|", color=COLOURS[norm], ms=5, mew=1.0)
                 quiet = [t for t in b if t >= LATE and not any(t - twoway.STABLE <= u < t for u in b)]
@@ -254,13 +254,14 @@ def source_figure():
         k, d = rd.v["late"]["none", lr]["native"], rd.v["div"]["none", lr]["native"]
         ax.axvspan(0, warm, color="0.9", zorder=0)
         ax.axvline(LATE, ls="--", color="0.3", lw=1)
+        ax.text(LATE + 10, -2.2, f"late: step {LATE} on", fontsize=8, color="0.3", va="center")
         ax.set_xlim(0, steps)
         ax.set_xlabel("optimizer step")
         died = f", {d} diverge" if d else ""
-        ax.set_title(f"rate held at {lr:g}: {k} of {n} no-LayerNorm runs break late{died}", fontsize=9)
+        ax.set_title(f"held at {lr:g}: {k} of {n} break late{died}", fontsize=9)
     first = np.atleast_1d(axes)[0]
     first.set_yticks([(n - 1) / 2, n + 2 + (n - 1) / 2], [NAMES["pre"], NAMES["none"]], fontsize=8)
-    first.set_ylim(-1, 2 * n + 2)
+    first.set_ylim(-3.5, 2 * n + 2)
     plots.provenance(fig, "cpu", None, evaluation.provenance(GRID))
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
