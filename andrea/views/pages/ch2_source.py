@@ -132,11 +132,11 @@ def _instead(lr: float, div_k: dict, n: int) -> str:
         if not any(d[m] for m in machines()):
             died = "no run diverged"
         else:
-            there = [r["diverged_at"] for r in runs("none", lr, "emulated") if r["diverged"]]
-            died = f"no run diverged here ({len(there)} on a second CPU, by step {max(there)})"
+            steps = [r["diverged_at"] for r in runs("none", lr, "emulated") if r["diverged"]]
+            died = f"no run diverged here ({len(steps)} on a second CPU, by step {max(steps)})"
         return f"at {_rate(lr)} {died}, and the breaks thinned out: fewer per step after step {LATE} in {fewer}"
-    died = sorted(r["diverged_at"] for r in runs("none", lr) if r["diverged"])
-    early = [x for x in died if x < LATE]
+    at = sorted(r["diverged_at"] for r in runs("none", lr) if r["diverged"])
+    early = [x for x in at if x < LATE]
     return f"at {_rate(lr)} {_first_breaks(lr)}, and {_count(d, n)} diverged, " + (
         f"{len(early)} of them by step {max(early)}" if early else f"all after step {LATE}"
     )
