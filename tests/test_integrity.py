@@ -372,6 +372,61 @@ def test_a_native_run_swapped_with_its_emulated_copy_is_refused(real, stamp):
         store.load(g)
 
 
+def _stopped(run: dict, at: int) -> dict:
+    """``run`` as a signal would have left it: its first ``at`` steps, not diverged (what training returns
+    when SIGTERM or SIGHUP stops it between two steps)."""
+    out = json.loads(json.dumps(run))
+    for name in ("steps", "loss", "grad_norm"):
+        out[name] = out[name][:at]
+    keep = [j for j, s in enumerate(out["val_step"]) if s <= at] or [0]
+    out["val_step"] = [out["val_step"][j] for j in keep]
+    out["val_loss"] = [out["val_loss"][j] for j in keep]
+    out["final_val_loss"] = out["val_loss"][-1]
+    return out
+
+
+@pytest.mark.parametrize("part", ["result", "emulated"])
+def test_a_run_stopped_part_way_is_refused_by_name(real, part):
+    """A run (or its emulated copy) that neither diverged nor trained every step was stopped by a signal:
+    its loss measures a shorter run, so the file is refused, naming the run and the step it ended at."""
+    g = grids.grid(GRID)
+    i = next(i for i in g.decision_cells() if not real["cells"][i][part]["diverged"])
+    steps = g.cells[i].steps()
+    real["cells"][i][part] = _stopped(real["cells"][i][part], 212)
+    if part == "emulated":
+        store.seal.seal(real, [c.key() for c in g.cells])  # its stamp made anew: only the length is wrong
+    _store(real)
+    with pytest.raises(store.StoreError, match=rf"{GRID}.json.*run {i} .*ends at step 212 of {steps}"):
+        store.load(g)
+
+
+def test_a_run_stopped_part_way_is_neither_cached_nor_stored_and_a_cached_one_is_trained_again(
+    real, tmp_path, monkeypatch
+):
+    """Training returns what it has when a signal stops it; the grid's worker must not keep that as the run
+    (natively and as the emulated copy), and a stopped run cached by older code is trained again."""
+    from andrea.evidence import emulate
+
+    monkeypatch.setenv("ANDREA_CACHE", str(tmp_path / "cache"))
+    g = grids.grid(GRID)
+    i = next(i for i in g.decision_cells() if not real["cells"][i]["result"]["diverged"])
+    cell, whole = g.cells[i], real["cells"][i]["result"]
+    short = _stopped(whole, 212)
+    monkeypatch.setattr(store, "run_cell", lambda c, threads=1: json.loads(json.dumps(short)))
+    with pytest.raises(store.StoreError, match=r"ends at step 212"):
+        store._run_cached(cell)
+    assert store._cached_run(cell) is None  # nothing was cached
+    store.write_cached(store._cell_cache(cell), json.dumps(short).encode(), store.code_hash())
+    assert store._cached_run(cell) is None  # a stopped run in the cache is no run
+    monkeypatch.setattr(store, "run_cell", lambda c, threads=1: json.loads(json.dumps(whole)))
+    assert store._run_cached(cell)["steps"][-1] == cell.steps()  # so it is trained again, whole
+    monkeypatch.setattr(emulate, "finish", lambda proc, c: json.loads(json.dumps(short)))
+    monkeypatch.setattr(emulate, "start", lambda c: None)
+    with pytest.raises(store.StoreError, match=r"emulated copy .* ends at step 212"):
+        emulate.run_one(cell, store.code_hash())
+    assert emulate.cached(cell, store.code_hash()) is None
+
+
 def test_every_stored_file_passes_every_check_and_the_list_is_current():
     """The committed files, as they are: whole, their values typed, every copy stamped."""
     for name in sorted(grids.GRIDS):

@@ -59,6 +59,12 @@ class Cell:
     def key(self) -> str:
         return hashlib.sha256(json.dumps(self.spec(), sort_keys=True).encode()).hexdigest()[:20]
 
+    def steps(self) -> int:
+        """How many steps the run trains: a whole run diverges or reaches this step (``seal.short_run``)."""
+        from ..training.train import TrainConfig
+
+        return TrainConfig(**self.train).steps
+
 
 ROLES = ("decides", "calibration", "control")
 TESTS = ("paired t", "fisher", "equivalence", "level", "every")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..files import cache_dir, read_cached, write_cached
+from . import seal
 
 # How another CPU is emulated (part of every grid's declared rule: ``store.Grid.rule_hash``).
 EMULATED = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
@@ -76,7 +77,8 @@ def cached(cell, code: str) -> Optional[dict]:
     blob = read_cached(_cache(cell, code), code)
     if blob is None:
         return None
-    return {"emulation": procedure_hash(), **json.loads(blob)}  # the cache's name carries the procedure
+    row = {"emulation": procedure_hash(), **json.loads(blob)}  # the cache's name carries the procedure
+    return None if seal.short_run(row, cell.steps()) else row  # stopped part-way: trained again
 
 
 def run_one(cell, code: str, rule: Optional[str] = None) -> dict:
@@ -86,6 +88,9 @@ def run_one(cell, code: str, rule: Optional[str] = None) -> dict:
     if hit is not None:
         return hit
     row = {**finish(start(cell), cell), "rule": rule, "emulation": procedure_hash()}
+    short = seal.short_run(row, cell.steps())
+    if short:  # a copy stopped by a signal is neither cached nor stored
+        raise seal.StoreError(f"the emulated copy of {cell.label} is not stored: {short}")
     write_cached(_cache(cell, code), json.dumps(row).encode(), code)
     return row
 

@@ -81,8 +81,24 @@ def _series(xs, ok) -> Optional[str]:
     return None if not bad else f"entry {bad[0][0]} is {bad[0][1]!r}"
 
 
-def run_problems(run: dict) -> list[str]:
-    """What in one stored run (native or emulated) is not what a run gives: 'field: what it is (allowed)'."""
+def short_run(run: dict, steps) -> Optional[str]:
+    """Why ``run`` is not a whole run of a cell trained for ``steps`` steps, or None. A run either diverges or
+    trains every step; one that did neither was stopped part-way (a signal: SIGTERM or SIGHUP at a session's
+    end make training stop between two steps and return what it has), and its numbers measure a shorter run."""
+    if not isinstance(steps, int) or run.get("diverged") is not False or not isinstance(run.get("steps"), list):
+        return None  # a diverged run stops early by design; malformed values are run_problems' to name
+    last = run["steps"][-1] if run["steps"] else 0
+    if last == steps:
+        return None
+    return (
+        f"steps: it ends at step {last} of {steps} and did not diverge (stopped part-way, by a signal?); "
+        "a run must diverge or train every step"
+    )
+
+
+def run_problems(run: dict, steps=None) -> list[str]:
+    """What in one stored run (native or emulated) is not what a run gives: 'field: what it is (allowed)'.
+    With ``steps`` (its cell's training steps), a run stopped part-way is named too (``short_run``)."""
     out = []
     loss_or_none = lambda x: x is None or _number(x, 0.0)  # noqa: E731  (a diverged step is null)
     for name, ok, allowed in (
@@ -125,6 +141,9 @@ def run_problems(run: dict) -> list[str]:
             out.append(f"{name}: {run[name]!r} (a string)")
     if "rule" in run and not (run["rule"] is None or isinstance(run["rule"], str)):
         out.append(f"rule: {run['rule']!r} (a string, or null)")
+    short = short_run(run, steps) if not out else None
+    if short:
+        out.append(short)
     return out
 
 
@@ -134,7 +153,7 @@ def values_problem(where: str, blob: dict) -> Optional[str]:
         for part in ("result", "emulated"):
             if part not in c:
                 continue
-            bad = run_problems(c[part])
+            bad = run_problems(c[part], (c.get("train") or {}).get("steps"))
             if bad:
                 what = "" if part == "result" else "'s emulated copy"
                 return f"{where}: run {i} ({c.get('label')}){what}: {'; '.join(bad[:3])}: {RESTORE}"

@@ -75,8 +75,20 @@ def _cell_cache(cell: Cell) -> Path:
 
 
 def _cached_run(cell: Cell) -> Optional[dict]:
+    """The cached run of ``cell``, or None; a cached run stopped part-way (``seal.short_run``, cached by
+    code older than that check) is no run: it is trained again."""
     cached = read_cached(_cell_cache(cell), code_hash())
-    return None if cached is None else json.loads(cached)
+    row = None if cached is None else json.loads(cached)
+    return None if row is None or seal.short_run(row, cell.steps()) else row
+
+
+def whole(cell: Cell, row: dict) -> dict:
+    """``row``, a finished training of ``cell``; StoreError (nothing cached or stored) if it was stopped
+    part-way: training stops between two steps on SIGTERM or SIGHUP and returns what it has."""
+    short = seal.short_run(row, cell.steps())
+    if short:
+        raise StoreError(f"the run of {cell.label} is not stored: {short}")
+    return row
 
 
 def _run_cached(cell: Cell, rule: Optional[str] = None) -> dict:
@@ -85,7 +97,7 @@ def _run_cached(cell: Cell, rule: Optional[str] = None) -> dict:
     hit = _cached_run(cell)
     if hit is not None:
         return hit
-    row = {**run_cell(cell, threads=1), "cpu": cpu_identity(), "rule": rule}
+    row = whole(cell, {**run_cell(cell, threads=1), "cpu": cpu_identity(), "rule": rule})
     write_cached(_cell_cache(cell), json.dumps(row).encode(), code_hash())
     return row
 
@@ -243,10 +255,12 @@ def _stored_runs(grid: Grid) -> dict:
         out = {}
         for c in blob["cells"]:
             spec = {k: c.get(k) for k in ("label", "model", "train", "tokenizer", "monitor")}
-            if all(k in c.get("result", {}) for k in RESULT_FIELDS):
-                out[Cell(**spec).key()] = {"result": c["result"]}
-                if all(k in c.get("emulated", {}) for k in RESULT_FIELDS):
-                    out[Cell(**spec).key()]["emulated"] = c["emulated"]
+            cell = Cell(**spec)
+            whole_run = lambda r: all(k in r for k in RESULT_FIELDS) and not seal.short_run(r, cell.steps())  # noqa: E731
+            if whole_run(c.get("result", {})):
+                out[cell.key()] = {"result": c["result"]}
+                if whole_run(c.get("emulated", {})):
+                    out[cell.key()]["emulated"] = c["emulated"]
         return out
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
