@@ -110,6 +110,11 @@ def grid_evidence(name: str) -> GridEvidence:
     return GridEvidence(evaluation.evidence(name))
 
 
+def ref(anchor: str, words: str = "the evidence") -> str:
+    """A MyST cross-reference to a labelled section (``(anchor)=``), shown as ``words``."""
+    return f"{{ref}}`{words} <{anchor}>`"
+
+
 def paragraphs(*texts: str) -> Markdown:
     """Evidence-page paragraphs computed from the results, one string each."""
     return Markdown("\n\n".join(t.strip() for t in texts))

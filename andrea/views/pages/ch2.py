@@ -17,7 +17,7 @@ from typing import cast
 import torch
 
 from ...evidence import verdict
-from ..lesson import Markdown, lesson_claims, paragraphs
+from ..lesson import Markdown, lesson_claims, paragraphs, ref
 from ..lesson import evidence_claims as _evidence_claims
 from ..lesson import found as _found
 from ..notebook import Claim, Table, glue
@@ -27,10 +27,6 @@ from .ch2_training import WIRING, final_ln, held_lr, norm_lr
 
 STEM = "02_layernorm"
 SCALES = [1, 2, 4, 8, 12, 32, 64, 128]  # the weight factors of the overflow sweep (the lesson's list)
-
-
-def _ref(anchor: str, words: str = "the evidence") -> str:
-    return f"{{ref}}`{words} <{anchor}>`"
 
 
 GLOSSARY_LABELS = ("inconclusive", "not testable", "depends on the machine")  # the labels the glossary defines
@@ -106,7 +102,7 @@ def norm_lr_said() -> Markdown:
     return Markdown(
         f"At a peak rate of {nl['top_lr']}, {nl['top_none']} fresh runs without normalisation broke and "
         f'{nl["top_pre"]} pre-norm runs did, so the source\'s "without normalisation, training ends in NaN" is '
-        f"**{nl['nan_verdict']}** ({_ref('ev-ch2-norm-lr')})."
+        f"**{nl['nan_verdict']}** ({ref('ev-ch2-norm-lr')})."
     )
 
 
@@ -117,7 +113,7 @@ def final_ln_said() -> Markdown:
     return Markdown(
         f"With the blocks' LayerNorms removed and the final one kept, {fl.said['fl_final_2']} runs broke at a "
         f"peak of {where}, against {fl.v['k_p2']} of {fl.v['n_p2']} pre-norm runs: the final LayerNorm alone "
-        f"does not keep a stack finite (**{fl.said['fl_verdict']}**, {_ref('ev-ch2-final-ln')})."
+        f"does not keep a stack finite (**{fl.said['fl_verdict']}**, {ref('ev-ch2-final-ln')})."
     )
 
 
@@ -135,7 +131,7 @@ def held_said() -> Markdown:
         said += (
             f" Their stream was already {s['hl_times_pre']} times pre-norm's at the end of the warmup and climbed "
             "by orders of magnitude while the loss barely moved, because the final LayerNorm rescales whatever "
-            f"reaches it: a runaway from the first steps, not a slow sum of small errors ({_ref('ev-ch2-round1')})."
+            f"reaches it: a runaway from the first steps, not a slow sum of small errors ({ref('ev-ch2-round1')})."
         )
     return paragraphs(said)
 
@@ -397,9 +393,9 @@ def norm_lr_caveats() -> Markdown:
         "Two caveats, each tested below. First, what these runs show is a fast runaway near the peak learning "
         "rate, preceded by a slower drift, rather than many small errors adding up over a long run; the "
         'source\'s word "accumulate" fits the drift better than the end (tested by holding the rate, '
-        f'{_ref("ev-ch2-accumulate", "below")}). Second, `norm="none"` removes *every* LayerNorm, the final one '
+        f'{ref("ev-ch2-accumulate", "below")}). Second, `norm="none"` removes *every* LayerNorm, the final one '
         'included, so the comparison is "ANDREA\'s normalisation against none", not "per-block LayerNorm '
-        f'against none" (tested with the final LayerNorm kept, {_ref("ev-ch2-final-ln", "next")}).',
+        f'against none" (tested with the final LayerNorm kept, {ref("ev-ch2-final-ln", "next")}).',
     )
 
 
@@ -524,7 +520,7 @@ def held_divergence() -> Markdown:
         f"**{s['hl_verdict']}**: {s['hl_verdict_words']}.",
         "The grid's evidence below is this divergence test's, and its label is the divergence comparison's. It "
         'does not answer the source\'s "accumulate": the accumulation reading '
-        f"({_ref('ev-ch2-accumulate', 'above')}) does.",
+        f"({ref('ev-ch2-accumulate', 'above')}) does.",
     )
 
 

@@ -17,17 +17,13 @@ import numpy as np
 from ...evidence import evaluation, store, twoway, verdict
 from ...evidence.grids.ch2 import LATE, SOURCE_RATES
 from .. import plots
-from ..lesson import Markdown, paragraphs
+from ..lesson import Markdown, paragraphs, ref
 from ..notebook import Table
 from .ch2_training import MACHINES, Reading
 
 GRID = "ch2_source_arm"
 NAMES = {"none": "no LayerNorm at all", "pre": "pre-norm"}
 COLOURS = {"pre": plots.PALETTE[0], "none": plots.PALETTE[3]}
-
-
-def _ref(anchor: str, words: str = "the evidence") -> str:
-    return f"{{ref}}`{words} <{anchor}>`"
 
 
 @functools.cache
@@ -142,6 +138,17 @@ def _instead(lr: float, div_k: dict, n: int) -> str:
     )
 
 
+def _instead_here(lr: float, div_k: dict) -> str:
+    """The lesson's shorter ``_instead``: this machine's runs, the part a student reads in the figure."""
+    if div_k["none", lr]["native"] == 0:
+        return f"at {_rate(lr)} they thinned out after step {LATE} in {'{} of {}'.format(*thinned(lr))} runs"
+    at = sorted(r["diverged_at"] for r in runs("none", lr) if r["diverged"])
+    early = [x for x in at if x < LATE]
+    return f"at {_rate(lr)} {_first_breaks(lr)}, and {len(at)} of {len(runs('none', lr))} diverged" + (
+        f", {len(early)} of them by step {max(early)}" if early else f", all after step {LATE}"
+    )
+
+
 @functools.cache
 def source() -> Reading:
     out = Reading()
@@ -210,6 +217,15 @@ def source() -> Reading:
         said = f"at {_rate(lr)}, {_count(late_k['none', lr], n, 'runs')} did"
         per_rate.append(said + (": too close to half to call" if by_rate[lr].verdict.label == "inconclusive" else ""))
     out.put("src_per_rate", "; ".join(per_rate))
+    out.put(
+        "src_per_rate_here",
+        "; ".join(
+            f"at {_rate(lr)}, {late_k['none', lr]['native']} of {n} runs did"
+            + (", about half, which decides nothing" if by_rate[lr].verdict.label == "inconclusive" else "")
+            for lr in SOURCE_RATES
+        ),
+    )
+    out.put("src_instead_here", "; ".join(_instead_here(lr, div_k) for lr in SOURCE_RATES))
     out.put("src_instead", "; ".join(_instead(lr, div_k, n) for lr in SOURCE_RATES))
     out.v.update(ev=ev, rows=rows, late=late_k, div=div_k, n=n, warm=warm, steps=steps, by_rate=by_rate)
     return out
@@ -220,14 +236,15 @@ def _cap(text: str) -> str:
 
 
 def source_said() -> Markdown:
-    """The lesson's paragraph: the declared reading of the source's arm, its label, and what the runs did."""
+    """The lesson's paragraph: what counts as accumulating, how many runs did, the label, and what the runs did
+    instead (this machine's counts; the rule, its thresholds and the second CPU are on the evidence page)."""
     s = source().said
     return paragraphs(
         f"The source's own arm tests the word: no LayerNorm at all, the rate held for {s['src_held']} steps. A run "
-        f"counts as accumulating if its loss breaks at or after step {s['src_late']}, following {s['src_stable']} "
-        f"quiet steps. {_cap(s['src_per_rate'])}. {s['src_pre_said']} The rule, written before the runs, "
-        f"needed, at each rate, {s['src_needs']}: **{s['src_label']}** ({_ref('ev-ch2-accumulate')}). What the "
-        f"runs did instead: {s['src_instead']}."
+        f"counts as accumulating if its loss breaks *late*: at or after step {s['src_late']}, following "
+        f"{s['src_stable']} quiet steps. {_cap(s['src_per_rate_here'])}. {s['src_pre_said']} Verdict: "
+        f"**{s['src_label']}** ({ref('ev-ch2-accumulate')}). The breaks came early instead: "
+        f"{s['src_instead_here']}."
     )
 
 
