@@ -487,7 +487,12 @@ TRAINING_PAGES = {
         "ch3_panel",
     ],
     "book/evidence/05_gelu_evidence.html": ["ch5_activation", "ch5_activation_round2"],
-    "book/evidence/07_layerscale_evidence.html": ["ch7_layerscale", "ch7_layerscale_round2", "ch7_deep_80"],
+    "book/evidence/07_layerscale_evidence.html": [
+        "ch7_layerscale",
+        "ch7_layerscale_round2",
+        "ch7_layerscale_round3",
+        "ch7_deep_80",
+    ],
     "book/papers.html": ["app_rezero", "app_layerscale_kind"],
 }
 _INTERVAL = re.compile(r"\[\s*[−+-]?\d[\d.e−+-]*\s*,\s*[−+-]?\d[\d.e−+-]*\s*\]")
