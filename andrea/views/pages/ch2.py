@@ -71,7 +71,8 @@ def what_we_found() -> Markdown:
         third = (
             "The source's reason, that small instabilities *accumulate* into NaN, was tested on its own arm (no "
             f"LayerNorm at all, a rate held high), and it is **{term(acc)}** by the book's test "
-            f"({{doc}}`how the book checks <checking>`): {src.said['src_instead']}."
+            f"({{doc}}`how the book checks <checking>`): the loss spiked early, not late. "
+            f"{src.said['src_instead_here'][0].upper()}{src.said['src_instead_here'][1:]}."
         )
     return _found(first, second, third)
 
@@ -123,7 +124,7 @@ def held_said() -> Markdown:
     s = hl.said
     last = s["hl_steps"].split("–")[-1]
     said = (
-        f"At a rate held at 10⁻², {s['hl_final']} runs without the blocks' LayerNorms (the final one kept) broke"
+        f"At a rate held at 10⁻², {s['hl_final']} runs without the blocks' LayerNorms (the final one kept) diverged"
         + (f", all by step {last}," if last.isdigit() else "")
         + f" against {s['hl_pre']} pre-norm runs."
     )

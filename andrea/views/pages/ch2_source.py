@@ -84,12 +84,13 @@ def thresholds(n: int) -> dict[str, int]:
     return out
 
 
-def _first_breaks(lr: float) -> str:
-    """When the runs without any LayerNorm first broke: "every run broke within its first 11 steps"."""
+def _first_breaks(lr: float, verb: str = "broke") -> str:
+    """When the runs without any LayerNorm first broke: "every run broke within its first 11 steps" (the lesson's
+    ``verb``: "spiked")."""
     part = runs("none", lr)
     firsts = [twoway.breaks(r)[0] for r in part if twoway.breaks(r)]
     who = "every run" if len(firsts) == len(part) else f"{len(firsts)} of {len(part)} runs"
-    return f"{who} broke within its first {max(firsts)} steps"
+    return f"{who} {verb} within its first {max(firsts)} steps"
 
 
 def thinned(lr: float, machine: str = "native") -> tuple[int, int]:
@@ -141,10 +142,10 @@ def _instead(lr: float, div_k: dict, n: int) -> str:
 def _instead_here(lr: float, div_k: dict) -> str:
     """The lesson's shorter ``_instead``: this machine's runs, the part a student reads in the figure."""
     if div_k["none", lr]["native"] == 0:
-        return f"at {_rate(lr)} they thinned out after step {LATE} in {'{} of {}'.format(*thinned(lr))} runs"
+        return f"at {_rate(lr)} the spikes thinned out after step {LATE} in {'{} of {}'.format(*thinned(lr))} runs"
     at = sorted(r["diverged_at"] for r in runs("none", lr) if r["diverged"])
     early = [x for x in at if x < LATE]
-    return f"at {_rate(lr)} {_first_breaks(lr)}, and {len(at)} of {len(runs('none', lr))} diverged" + (
+    return f"at {_rate(lr)} {_first_breaks(lr, 'spiked')}, and {len(at)} of {len(runs('none', lr))} diverged" + (
         f", {len(early)} of them by step {max(early)}" if early else f", all after step {LATE}"
     )
 
@@ -183,7 +184,7 @@ def source() -> Reading:
     out.put("src_none", " and ".join(_count(late_k["none", lr], n) for lr in SOURCE_RATES))
     out.put("src_pre", " and ".join(_count(late_k["pre", lr], n) for lr in SOURCE_RATES))
     pre_none = not any(late_k["pre", lr][m] for lr in SOURCE_RATES for m in machines())
-    pre_said = "No pre-norm run broke late." if pre_none else f"Pre-norm: {out.said['src_pre']} broke late."
+    pre_said = "No pre-norm run spiked late." if pre_none else f"Pre-norm: {out.said['src_pre']} spiked late."
     out.put("src_pre_said", pre_said)
     quiet = pre_none and not any(div_k["pre", lr][m] for lr in SOURCE_RATES for m in machines())
     out.put(
@@ -220,8 +221,8 @@ def source() -> Reading:
     out.put(
         "src_per_rate_here",
         "; ".join(
-            f"at {_rate(lr)}, {late_k['none', lr]['native']} of {n} runs did"
-            + (", about half, which decides nothing" if by_rate[lr].verdict.label == "inconclusive" else "")
+            f"at {_rate(lr)}, {late_k['none', lr]['native']} of {n} runs spiked late"
+            + (", about half, which alone decides nothing" if by_rate[lr].verdict.label == "inconclusive" else "")
             for lr in SOURCE_RATES
         ),
     )
@@ -241,9 +242,9 @@ def source_said() -> Markdown:
     s = source().said
     return paragraphs(
         f"The source's own arm tests the word: no LayerNorm at all, the rate held for {s['src_held']} steps. A run "
-        f"counts as accumulating if its loss breaks *late*: at or after step {s['src_late']}, following "
-        f"{s['src_stable']} quiet steps. {_cap(s['src_per_rate_here'])}. {s['src_pre_said']} Verdict: "
-        f"**{s['src_label']}** ({ref('ev-ch2-accumulate')}). The breaks came early instead: "
+        f"counts as accumulating if its loss *spikes late*: at or after step {s['src_late']}, following "
+        f"{s['src_stable']} quiet steps. Verdict: **{s['src_label']}** ({ref('ev-ch2-accumulate')}). "
+        f"{_cap(s['src_per_rate_here'])}. {s['src_pre_said']} The spikes came early instead: "
         f"{s['src_instead_here']}."
     )
 
@@ -275,7 +276,7 @@ def source_figure():
         ax.set_xlim(0, steps)
         ax.set_xlabel("optimizer step")
         died = f", {d} diverge" if d else ""
-        ax.set_title(f"held at {lr:g}: {k} of {n} break late{died}", fontsize=9)
+        ax.set_title(f"held at {lr:g}: {k} of {n} spike late{died}", fontsize=9)
     first = np.atleast_1d(axes)[0]
     first.set_yticks([(n - 1) / 2, n + 2 + (n - 1) / 2], [NAMES["pre"], NAMES["none"]], fontsize=8)
     first.set_ylim(-3.5, 2 * n + 2)
@@ -318,7 +319,8 @@ def source_evidence() -> Markdown:
         f'Verdict on "small instabilities accumulate into NaN": **{s["src_label"]}**. {machines_said} Declared '
         "after the review of issue 49, before any of these runs: without any LayerNorm, at a rate held at "
         f"{s['src_rates']} (a {s['src_warm']}-step warmup, then {s['src_held']} steps at the peak, clipped at 1), "
-        f"{s['src_n']} fresh seeds per rate and wiring. A run accumulates if its loss breaks (non-finite, or more "
+        f"{s['src_n']} fresh seeds per rate and wiring. A run accumulates if its loss breaks (the lesson says "
+        "spikes: non-finite, or more "
         f"than a nat above a uniform guess over the 256 bytes, ln 256 + 1 = 6.5 nats) at or after step "
         f"{s['src_late']}, after {s['src_stable']} break-free steps. The claim predicts more than half of the "
         "runs: an exact binomial test against one half, one-sided at 2.5 % each way, with Holm's correction over "
