@@ -186,8 +186,8 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     },
     "07_layerscale_evidence": {
         "exact": (
-            "calib_words claim_verdict d80_* lam_words rescue_words round1_verdict round1_words same_words "
-            "scope_words two_words"
+            "calib_words claim_verdict d80_* lam_words rescue_words round1_verdict round1_words round3_words "
+            "same_words scope_words two_words"
         ),
     },
     "08_trained": {

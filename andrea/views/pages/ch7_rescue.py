@@ -30,7 +30,8 @@ from .ch7_training import (
 )
 
 # A plain stack "stays at the unigram level" if its seeds' mean final loss ends less than this far below the
-# unigram entropy: the 80-block grid's declared level for a run that failed to learn (``ch7_deep_80``).
+# unigram entropy. The 80-block grid declares the same level per run, for a run that failed to learn
+# (``ch7_deep_80``); here it describes a setting (the per-run count is printed beside it) and decides nothing.
 STUCK = 0.3
 
 
@@ -76,6 +77,13 @@ def pending() -> str:
     if ev(ROUND2).missing_emulated or ev(ROUND3).missing_emulated:
         return " (on this machine's runs only: the second CPU's copies are not all made)"
     return ""
+
+
+def learned_runs(name: str, f) -> tuple[int, int]:
+    """How many of the plain stack's runs in ``f``'s setting ended at least ``STUCK`` below the unigram
+    entropy, of how many (this machine's runs)."""
+    plain = store.pick(runs(name), **f.decision.arm)
+    return sum(r["unigram_ce"] - r["final_val_loss"] >= STUCK for r in plain), len(plain)
 
 
 def stuck(name: str, f) -> bool:
@@ -131,8 +139,9 @@ def rescue_sentence() -> str:
             "LayerScale learned."
         )
     if learns_won:
+        seeds = " and ".join("{} of {} seeds".format(*learned_runs(r, f)) for r, f in learns_won)
         parts.append(
-            f"In {_names(learns_won)}, where the plain stack learned too, LayerScale's ended "
+            f"In {_names(learns_won)}, where the plain stack learned too (in {seeds}), LayerScale's ended "
             f"{_lower(learns_won, False)} after {steps} steps."
         )
     said = " ".join(parts)
@@ -161,8 +170,8 @@ def rescue_said() -> Markdown:
         )
     return Markdown(
         f"Verdict on the claim: {label_md(rescue_verdict().label)}{pending()}, in {where} "
-        f"({{ref}}`evidence <ev-ch7-rescue>`).{tail} {two_sentence()} Their λ stay small: the largest ends at "
-        f"{lambda_share():.0%} of AdamW's bound ({{ref}}`evidence <ev-ch7-lambda>`). {cost_said()}"
+        f"({{ref}}`evidence <ev-ch7-rescue>`).{tail} {two_sentence()} Their λ stay small: the largest attention λ "
+        f"ends at {lambda_share():.0%} of AdamW's bound ({{ref}}`evidence <ev-ch7-lambda>`). {cost_said()}"
     )
 
 
@@ -177,19 +186,23 @@ def round3_words() -> str:
         if cal.verdict.label == "confirmed"
         else f"its calibration is {cal.verdict.label} ({machines_said(cal)}), so the setting cannot decide"
     )
-    ci = f.verdict.interval
     both = "On both machines" if not e.missing_emulated else "On this machine's runs (not all copies made yet)"
+
+    def measured(x) -> str:
+        here = f"{x.native.interval.format('+.3f')} nats" if x.native else x.measured
+        there = x.emulated.verdict.interval if x.emulated is not None else None
+        return here + (f" here, {there.format('+.3f')} on the second CPU" if there is not None else "")
+
     if f.verdict.label == verdict.MACHINE:
         result = f"plain minus LayerScale is {machines_said(f)}"
     else:
-        result = f"plain minus LayerScale is {ci.format('+.3f')} nats: {f.verdict.label}"
-    c = ctl.verdict.interval
+        result = f"plain minus LayerScale is {measured(f)}: {f.verdict.label}"
     return (
         f"It took the one setting round 2 could not settle ({where}) alone, on {_n3()} fresh seeds "
         f"({min(f.decision.seeds)}–{max(f.decision.seeds)}), its rule committed before its runs. {both} "
         f"{cal_said}. {result[0].upper() + result[1:]}. Beside it, LayerScale's stack against the healthy one: "
-        f"{c.format('+.3f')} nats, {ctl.verdict.label} that it ends below it, only just (one comparison, not "
-        "corrected, reported beside the verdict)."
+        f"{measured(ctl)}, {ctl.verdict.label} that it ends below it, only just (one comparison, not corrected, "
+        "reported beside the verdict)."
     )
 
 

@@ -181,7 +181,9 @@ def cost_said() -> str:
     if not costs:
         return ""
     where = " and ".join(f"{f.verdict.interval.mean:.2f} nats at {sci(f.decision.arm['lr'])}" for f in costs)
-    return f"In the healthy recipe itself, LayerScale cost {where} ({{ref}}`evidence <ev-ch7-rescue>`)."
+    rest = [sci(f.decision.arm["lr"]) for f in _same() if f not in costs]
+    others = f", no clear cost at {' and '.join(rest)}" if rest else ""
+    return f"In the healthy recipe itself, LayerScale cost {where}{others} ({{ref}}`evidence <ev-ch7-rescue>`)."
 
 
 def cost_sentence() -> str:
@@ -216,7 +218,10 @@ def two_sentence() -> str:
             "Rescued is not the same as useful: in no setting did the rescued 24-block stack end clearly below "
             "a 2-block stack trained the same way."
         )
-    return f"The rescued stack also ended below a 2-block stack in {len(beat)} of {len(vs_two)} settings."
+    return (
+        f"The LayerScale stack also ended below a 2-block stack in {len(beat)} of {len(vs_two)} settings (round 2's "
+        "five seeds)."
+    )
 
 
 def lambda_ends() -> dict[str, tuple[np.ndarray, float]]:
