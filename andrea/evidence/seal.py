@@ -96,6 +96,15 @@ def short_run(run: dict, steps) -> Optional[str]:
     )
 
 
+def whole(row: dict, steps: int, what: str) -> dict:
+    """``row``, a finished training of ``steps`` steps; StoreError naming ``what`` (nothing is cached or stored)
+    if it was stopped part-way (``short_run``)."""
+    short = short_run(row, steps)
+    if short:
+        raise StoreError(f"{what} is not stored: {short}")
+    return row
+
+
 def run_problems(run: dict, steps=None) -> list[str]:
     """What in one stored run (native or emulated) is not what a run gives: 'field: what it is (allowed)'.
     With ``steps`` (its cell's training steps), a run stopped part-way is named too (``short_run``)."""

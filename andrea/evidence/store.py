@@ -82,22 +82,14 @@ def _cached_run(cell: Cell) -> Optional[dict]:
     return None if row is None or seal.short_run(row, cell.steps()) else row
 
 
-def whole(cell: Cell, row: dict) -> dict:
-    """``row``, a finished training of ``cell``; StoreError (nothing cached or stored) if it was stopped
-    part-way: training stops between two steps on SIGTERM or SIGHUP and returns what it has."""
-    short = seal.short_run(row, cell.steps())
-    if short:
-        raise StoreError(f"the run of {cell.label} is not stored: {short}")
-    return row
-
-
 def _run_cached(cell: Cell, rule: Optional[str] = None) -> dict:
     """Worker entry point: a cached cell is read back, a new one trained (one thread) and cached, with
     the kind of CPU that trained it and the rule hash it was trained under (``rule_status``)."""
     hit = _cached_run(cell)
     if hit is not None:
         return hit
-    row = whole(cell, {**run_cell(cell, threads=1), "cpu": cpu_identity(), "rule": rule})
+    row = {**run_cell(cell, threads=1), "cpu": cpu_identity(), "rule": rule}
+    seal.whole(row, cell.steps(), f"the run of {cell.label}")  # a run stopped by a signal is not cached
     write_cached(_cell_cache(cell), json.dumps(row).encode(), code_hash())
     return row
 

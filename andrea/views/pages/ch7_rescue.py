@@ -13,7 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ...evidence import store, verdict
-from ..lesson import Markdown
+from ..lesson import Markdown, ref
 from ..notebook import machines_said
 from .ch7_training import (
     ROUND2,
@@ -170,8 +170,8 @@ def rescue_said() -> Markdown:
         )
     return Markdown(
         f"Verdict on the claim: {label_md(rescue_verdict().label)}{pending()}, in {where} "
-        f"({{ref}}`evidence <ev-ch7-rescue>`).{tail} {two_sentence()} Their λ stay small: the largest attention λ "
-        f"ends at {lambda_share():.0%} of AdamW's bound ({{ref}}`evidence <ev-ch7-lambda>`). {cost_said()}"
+        f"({ref('ev-ch7-rescue', 'evidence')}).{tail} {two_sentence()} Their λ stay small: the largest attention λ "
+        f"ends at {lambda_share():.0%} of AdamW's bound ({ref('ev-ch7-lambda', 'evidence')}). {cost_said()}"
     )
 
 
