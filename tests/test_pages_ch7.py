@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jupytext
 
+from andrea.evidence import evaluation, store
 from andrea.views.pages import ch7 as page
 
 LESSON = Path(__file__).resolve().parents[1] / "book" / "07_layerscale.md"
@@ -30,9 +31,37 @@ def test_the_80_block_sentence_prints_the_stored_label_once_and_links_the_glossa
         labels = re.findall(r"\{term\}`([^`]+)`|\*\*([^*]+)\*\*", said)
         assert [a or b for a, b in labels] == [label], said
         assert page.label_md(label) in said
-    assert "depends on the recipe" not in page.deep80_sentence()  # that reads as "qualified", not this label
+    if label != "qualified":  # "depends on the recipe" reads as "qualified"
+        assert "depends on the recipe" not in page.deep80_sentence() + page.d80_why()
     assert "(evidence <ev-ch7-deep80>)" not in page.deep80_said().text
     assert "{ref}`evidence <ev-ch7-deep80>`" in page.deep80_said().text
+
+
+def test_the_depth_sweep_sentence_says_what_the_stored_runs_did_at_each_depth():
+    said = page.sweep_sentence()
+    post = page.sweep()
+    assert set(post) == {6, 12, 24, 48, 80}
+    failed = {n: sum(bool(store.statistic(r, "failed", 0.3)) for r in rs) for n, rs in post.items()}
+    for n, k in failed.items():
+        group = re.search(rf"{k} of {len(post[n])} (runs failed )?at (each of )?([\d, and]*?)\bblocks\b", said)
+        assert group and str(n) in re.findall(r"\d+", group[3]), (n, said)
+    m = re.search(r"already fails at (\d+) blocks", said)
+    if m:  # more than half failed at that depth and every deeper one, at most half at every shallower one
+        hi = int(m[1])
+        assert all((2 * failed[n] > len(post[n])) == (n >= hi) for n in post), failed
+
+
+def test_the_80_block_table_counts_each_machine_s_runs():
+    rows = {r["recipe"]: r for r in page.deep_rows()}
+    for machine, col in (("native", "80 blocks failed"), ("emulated", "on the second CPU")):
+        if machine == "emulated" and page.ev(page.DEEP80).missing_emulated:
+            assert {r[col] for r in rows.values()} == {"not made yet"}
+            continue
+        runs = page.runs(page.DEEP80) if machine == "native" else evaluation.results(page.DEEP80, "emulated")
+        for f in page.ev(page.DEEP80).role("decides"):
+            arm = store.pick(runs, **f.decision.arm)
+            k = sum(bool(store.statistic(r, "failed", 0.3)) for r in arm)
+            assert rows[f.decision.arm["regime"].split(":")[0].split(",")[0]][col] == f"{k} of {len(arm)}"
 
 
 def test_the_noise_sentence_prints_its_label_as_a_glossary_term_where_there_is_one():

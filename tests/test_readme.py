@@ -88,6 +88,6 @@ def test_the_readme_names_the_grids_declared_and_not_run_yet(listing):
     if not waiting:
         assert "none waits today" in readme
     else:
-        assert f"{len(waiting)} wait today" in readme, waiting
+        assert f"{len(waiting)} {'waits' if len(waiting) == 1 else 'wait'} today" in readme, waiting
         for name in waiting:
             assert f"`{name}`" in readme, name

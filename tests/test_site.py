@@ -491,6 +491,7 @@ TRAINING_PAGES = {
         "ch7_layerscale",
         "ch7_layerscale_round2",
         "ch7_layerscale_round3",
+        "ch7_deep_80_round2",
         "ch7_deep_80",
     ],
     "book/papers.html": ["app_rezero", "app_layerscale_kind"],

@@ -20,6 +20,24 @@ from ...model.config import ANDREA_120M
 from ..lesson import Markdown, evidence_claims, lesson_claims, paragraphs
 from ..lesson import found as _found
 from ..notebook import Claim, Table, table
+from .ch7_deep import (  # noqa: F401 - the 80-block test, called as page.<name>
+    FAIL_GAP,
+    d80_calib,
+    d80_scope,
+    d80_settings,
+    d80_why,
+    d80_words,
+    deep80_procedure,
+    deep80_sentence,
+    deep80_short,
+    deep_ok,
+    deep_round1_words,
+    deep_rows,
+    deep_table,
+    sweep,
+    sweep_figure,
+    sweep_sentence,
+)
 from .ch7_rescue import (  # noqa: F401 - the rescue claim across rounds 2 and 3, called as page.<name>
     combined_said,
     per_setting,
@@ -31,6 +49,7 @@ from .ch7_rescue import (  # noqa: F401 - the rescue claim across rounds 2 and 3
 )
 from .ch7_training import (  # noqa: F401 - the training evidence, called as page.<name> by both pages
     DEEP80,
+    DEEP80_R1,
     GLOSSED,
     GRIDS,
     PANEL,
@@ -40,17 +59,6 @@ from .ch7_training import (  # noqa: F401 - the training evidence, called as pag
     ROUND3,
     calib_words,
     cost_sentence,
-    d80_calib,
-    d80_scope,
-    d80_settings,
-    d80_why,
-    d80_words,
-    deep80_procedure,
-    deep80_sentence,
-    deep80_short,
-    deep_ok,
-    deep_rows,
-    deep_table,
     ev,
     label_md,
     lambda_runs,
@@ -187,8 +195,9 @@ def noise_verdict(survival: dict) -> Any:
 
 
 def deep80_said() -> Markdown:
-    """The 80-block verdict where the lesson tests it, linked to its evidence."""
-    return Markdown(deep80_sentence().removesuffix(".") + " ({ref}`evidence <ev-ch7-deep80>`).")
+    """The 80-block verdict where the lesson tests it, linked to its evidence, and where plain post-norm stops
+    learning (the depth sweep beside it)."""
+    return Markdown(deep80_sentence().removesuffix(".") + " ({ref}`evidence <ev-ch7-deep80>`). " + sweep_sentence())
 
 
 def noise_sentence(survival: dict) -> Markdown:
@@ -210,7 +219,7 @@ def noise_sentence(survival: dict) -> Markdown:
 
 def _claims(survival: dict, rms: dict, n_per_block: int, depth_rows: list[tuple]) -> list[Claim]:
     e80 = ev(DEEP80)
-    n_ok, n = deep_ok()
+    _, n = deep_ok()
     s = training_settings()
     plain_cos50 = float(survival["normal", None][50])
     growth = rms["normal", None][-1] / rms["normal", None][0]
@@ -218,16 +227,11 @@ def _claims(survival: dict, rms: dict, n_per_block: int, depth_rows: list[tuple]
     return [
         Claim(
             "Training a transformer of ~80 layers from scratch fails to converge: the loss explodes or plateaus.",
-            "80-block stacks that failed: "
-            + "; ".join(f"{r['recipe'].split(',')[0]} {r['80 blocks failed']}" for r in deep_rows()),
+            "80-block stacks that failed: " + "; ".join(f"{r['recipe']} {r['80 blocks failed']}" for r in deep_rows()),
             e80.verdict,
-            "80 blocks of width 32, 800 steps, five seeds per arm, against a shallow stack of the same recipe "
-            f"(Fisher's exact test); ANDREA's recipe trained {n_ok} of {n} 80-block stacks"
-            + (
-                ", so with that recipe a stack this deep does converge (the label covers every recipe); "
-                if n_ok == n
-                else "; "
-            )
+            f"80 blocks of width 32, 800 steps, {n} fresh seeds per recipe, each recipe's 80-block stacks read on "
+            f"their own ({n} of {n} failing confirms, {n} of {n} learning refutes, anything between is inconclusive; "
+            f"the recipe's shallow stack must learn in all {n}); "
             + (
                 "one machine's runs until the emulated copies are made"
                 if e80.missing_emulated

@@ -170,8 +170,8 @@ def rescue_said() -> Markdown:
         )
     return Markdown(
         f"Verdict on the claim: {label_md(rescue_verdict().label)}{pending()}, in {where} "
-        f"({ref('ev-ch7-rescue', 'evidence')}).{tail} {two_sentence()} Their λ stay small: the largest attention λ "
-        f"ends at {lambda_share():.0%} of AdamW's bound ({ref('ev-ch7-lambda', 'evidence')}). {cost_said()}"
+        f"({ref('ev-ch7-rescue', 'evidence')}).{tail} {two_sentence()} LayerScale's λ stay small: the largest "
+        f"attention λ ends at {lambda_share():.0%} of AdamW's bound ({ref('ev-ch7-lambda', 'evidence')}). {cost_said()}"
     )
 
 

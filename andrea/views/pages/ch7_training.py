@@ -1,14 +1,13 @@
 """Chapter 7's training evidence: the stored grids behind its verdicts, in words (``ch7`` re-exports it).
 
 Rounds 1 and 2 at 24 blocks (``ch7_layerscale``, ``ch7_layerscale_round2``; round 3 and the claim read across
-the rounds: ``ch7_rescue``), the 80-block test
-(``ch7_deep_80``) and the training panel's check (``ch7_panel``): each setting's sentence, the lesson's
-one sentence per verdict, the evidence page's paragraphs and the grids' rule history.
+the rounds: ``ch7_rescue``) and the training panel's check (``ch7_panel``): each setting's sentence, the
+lesson's one sentence per verdict, the evidence page's paragraphs and the grids' rule history. The 80-block
+test is in ``ch7_deep``.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
@@ -16,12 +15,14 @@ import numpy as np
 
 from ...evidence import evaluation, store, verdict
 from ..lesson import Markdown, paragraphs
-from ..notebook import Table, machines_said, settings, table
+from ..notebook import machines_said, settings
 
-ROUND1, ROUND2, DEEP80, PANEL = "ch7_layerscale", "ch7_layerscale_round2", "ch7_deep_80", "ch7_panel"
+ROUND1, ROUND2, PANEL = "ch7_layerscale", "ch7_layerscale_round2", "ch7_panel"
+DEEP80 = "ch7_deep_80_round2"  # the 80-block test that decides (``ch7_deep``); round 1 kept as history
+DEEP80_R1 = "ch7_deep_80"
 ROUND3 = "ch7_layerscale_round3"  # round 2's pre-norm setting alone, twenty fresh seeds (``ch7_rescue`` reads it)
 PANEL2 = "ch7_panel_round2"  # the panel's faster defaults (6 blocks), which the lesson's panel opens on
-GRIDS = (ROUND1, ROUND2, ROUND3, DEEP80, PANEL, PANEL2)
+GRIDS = (ROUND1, ROUND2, ROUND3, DEEP80_R1, DEEP80, PANEL, PANEL2)
 HEALTHY = "control: pre-norm, GPT-2 init, warmup"  # the round-2 grid's healthy recipe
 EQUIVALENCE = 0.05  # nats: the round-2 grid's equivalence margin for "LayerScale costs nothing"
 # The verdict labels that book/glossary.md defines ("qualified": glossary-ch13.md, merged with this chapter)
@@ -219,8 +220,8 @@ def two_sentence() -> str:
             "a 2-block stack trained the same way."
         )
     return (
-        f"The LayerScale stack also ended below a 2-block stack in {len(beat)} of {len(vs_two)} settings (round 2's "
-        "five seeds)."
+        f"The LayerScale stack also ended below a 2-block stack in {len(beat)} of {len(vs_two)} settings (five plotted "
+        "seeds)."
     )
 
 
@@ -251,179 +252,10 @@ def lambda_max() -> float:
     return max(float(v.max()) for v, _ in lambda_ends().values())
 
 
-# --- the 80-block test --------------------------------------------------------------------------------
-def d80_settings() -> dict:
-    return settings(store.pick(runs(DEEP80), blocks=80)[0], "n_layer", "d_model", "steps")
-
-
-def _failures(regime: str, blocks: int) -> tuple[int, int]:
-    rs = store.pick(runs(DEEP80), regime=regime, blocks=blocks)
-    return sum(store.statistic(r, "failed", 0.3) for r in rs), len(rs)
-
-
-def deep_rows() -> list[dict]:
-    """Per recipe: how many 80-block and shallow runs failed, and the recipe's verdict."""
-    out = []
-    for f in ev(DEEP80).role("decides"):
-        arm, against = f.decision.arm, f.decision.against
-        k, n = _failures(arm["regime"], arm["blocks"])
-        k0, n0 = _failures(against["regime"], against["blocks"])
-        out.append(
-            {
-                "recipe": arm["regime"].split(":")[0],
-                f"{arm['blocks']} blocks failed": f"{k} of {n}",
-                "shallow stack failed": f"{k0} of {n0} ({against['blocks']} blocks)",
-                "verdict": f.verdict.label,
-            }
-        )
-    return out
-
-
-def deep_table() -> Table:
-    rows = deep_rows()
-    return table(rows, list(rows[0]))
-
-
-def _ok_regime() -> str:
-    return ev(DEEP80).role("decides")[1].decision.arm["regime"]
-
-
-def _post_regime() -> str:
-    return ev(DEEP80).role("decides")[0].decision.arm["regime"]
-
-
-def deep_ok() -> tuple[int, int]:
-    """(80-block stacks of ANDREA's recipe that learned, runs)."""
-    ok80 = store.pick(runs(DEEP80), blocks=80, regime=_ok_regime())
-    return sum(store.statistic(r, "learned", 0.3) for r in ok80), len(ok80)
-
-
-def d80_words() -> str:
-    words = "; ".join(
-        f"{r['recipe']}: 80 blocks failed in {r['80 blocks failed']} runs, "
-        f"the shallow stack in {r['shallow stack failed']}"
-        for r in deep_rows()
-    )
-    return words[:1].upper() + words[1:]
-
-
-def d80_why() -> str:
-    """How the rule turned each recipe's comparison into the claim's label (the mechanics the lesson leaves
-    out)."""
-    rows = deep_rows()
-    per = "; ".join(f"{_recipe(r)} {r['verdict']}" for r in rows)
-    said = (
-        "The rule asks for the claim with every recipe. Each recipe's comparison is decided by Fisher's exact "
-        f"test, after Holm's correction over the recipes ({per}). The claim would be qualified if one recipe "
-        "confirmed it and another went against it (its 80-block stacks failing less often than its shallow "
-        "ones); a recipe whose comparison cannot decide, such as one where no stack fails at either depth "
-        "(Fisher's p = 1), leaves the claim inconclusive unless another recipe goes against it."
-    )
-    held = [r for r in rows if r["verdict"] == "confirmed"]
-    if held and len(held) < len(rows):
-        said += " At this depth, whether training fails depends on the recipe, not on the depth alone."
-    return said
-
-
-def d80_scope() -> str:
-    post80 = store.pick(runs(DEEP80), blocks=80, regime=_post_regime())
-    best_gain = max(  # furthest any 10-step mean got below the unigram entropy
-        r["unigram_ce"] - np.convolve(r["loss"], np.ones(10) / 10, "valid").min() for r in post80
-    )
-    ok80 = store.pick(runs(DEEP80), blocks=80, regime=_ok_regime())
-    ok2 = store.pick(runs(DEEP80), blocks=2, regime=_ok_regime())
-    n_ok, n = deep_ok()
-    gap = verdict.interval(
-        [
-            a["final_val_loss"] - b["final_val_loss"]
-            for a, b in zip(sorted(ok80, key=lambda r: r["seed"]), sorted(ok2, key=lambda r: r["seed"]))
-        ]
-    )
-    gains = [store.statistic(r, "gain_over_unigram") for r in ok80]
-    return (
-        f"No 80-block post-norm run got more than {best_gain:.2f} nats below the unigram entropy at any step of "
-        f"{post80[0]['train']['steps']}, so within this budget the stack never left the plateau; whether a longer "
-        f"run would is not tested. With ANDREA's recipe {n_ok} of {n} 80-block stacks trained, ending "
-        f"{min(gains):.2f}–{max(gains):.2f} nats below the unigram entropy, but no better than 2 blocks: 80 blocks "
-        f"minus 2, paired by seed, {gap.format('+.3f')} nats. The declared test could not go against the claim "
-        "here: with no failures among the shallow stacks, Fisher's test can only find the deep ones failing more "
-        "often or say nothing."
-    )
-
-
 def label_md(label: str) -> str:
     """A verdict label as the pages print it: a glossary link where the glossary defines the label (MyST
     Markdown), else in bold."""
     return f"{{term}}`{label}`" if label in GLOSSED else f"**{label}**"
-
-
-def _recipe(row: dict) -> str:
-    """A recipe's short name: "plain post-norm", "ANDREA's recipe"."""
-    return row["recipe"].split(",")[0]
-
-
-def _deep80_words() -> tuple[list[str], list[str]]:
-    """Per recipe of the 80-block test: what happened (failures at 80 blocks and in the shallow stack), and
-    what that did to the claim (its recipe's label, in words)."""
-    said, why = [], []
-    for r in deep_rows():
-        name, k = _recipe(r), r["80 blocks failed"]
-        k0, blocks = re.fullmatch(r"(.+) \((\d+) blocks\)", r["shallow stack failed"]).groups()  # type: ignore[union-attr]
-        none = k.startswith("0 of") and k0.startswith("0 of")
-        if k.startswith("0 of"):
-            said.append(
-                f"with {name} none failed" + (f" (nor with {blocks} blocks)" if none else f" ({k0} with {blocks})")
-            )
-        else:
-            said.append(f"{name} stacks failed in {k} runs ({k0} with {blocks} blocks)")
-        if r["verdict"] == "confirmed":
-            why.append(f"it held for {name}")
-        elif none:
-            why.append(f"{name} gave the test no failures to compare")
-        else:
-            why.append(f"for {name} it was {r['verdict']}")
-    return said, why
-
-
-def deep80_sentence() -> str:
-    """The 80-block verdict in one plain sentence (MyST Markdown: the label links the glossary), from each
-    recipe's failures and label; how the rule combines them is on the evidence page (``d80_why``)."""
-    said, why = _deep80_words()
-    e = ev(DEEP80)
-    n = len(e.role("decides"))
-    must = (
-        f" (a claim about such stacks in general, it must hold in {'both' if n == 2 else f'all {n}'} recipes)"
-        if e.rule == "every"
-        else ""
-    )
-    return (
-        f"At the source's depth of 80 blocks, {', but '.join(said)}, so the claim that such a stack cannot converge "
-        f"is {label_md(e.verdict.label)}{must}: {', and '.join(why)}."
-    )
-
-
-def deep80_short() -> str:
-    """The 80-block verdict for "What we found": the label and each recipe's failures, without the reasons."""
-    said, _ = _deep80_words()
-    said = [re.sub(r" \(.*?\)", "", w) for w in said]  # the shallow stacks are left to the section
-    return (
-        f"At the source's depth of 80 blocks, the claim that a stack cannot converge is "
-        f"{label_md(ev(DEEP80).verdict.label)}: {', but '.join(said)}."
-    )
-
-
-def deep80_procedure() -> Markdown:
-    d = d80_settings()
-    return paragraphs(
-        f"The rounds ran 24 blocks; the source's number is 80. A separate test, written down before its runs after "
-        f"a review, trains stacks of {d['n_layer']} blocks of width {d['d_model']} for {d['steps']} steps at a "
-        "learning rate of 10⁻³, five seeds each, in two recipes: plain post-norm (Xavier's initialisation, no "
-        "warmup) against 6 blocks of the same recipe, and ANDREA's (pre-norm, GPT-2's initialisation, a short "
-        "warmup) against 2 blocks. A run **fails** if its loss stops being finite or ends less than 0.3 nats below "
-        "the unigram entropy, where a model that ignores its context sits. The claim holds for a recipe if the "
-        "80-block stacks fail more often than the shallow ones, by Fisher's exact test, and the post-norm "
-        "comparison counts only if every 6-block post-norm run learns (the calibration)."
-    )
 
 
 def rounds_procedure() -> Markdown:
@@ -470,10 +302,6 @@ def lambda_words() -> str:
         f"{lambda_max():.3f}, {lambda_max() / small_lam():.0f} times its start, yet only {lambda_share():.0%} of "
         "what AdamW's step size would allow."
     )
-
-
-def d80_calib() -> str:
-    return ev(DEEP80).role("calibration")[0].verdict.label
 
 
 def rule_history() -> Markdown:
