@@ -137,8 +137,9 @@ def agree(readings: list[Reading]) -> tuple[str, str]:
 
 def decide(per_model: list[dict]):
     """The claim from the deciding models' readings (each {task name: Reading}, from ``reading``):
-    {task: (Verdict, readings)} for every task, and the claim's verdict (``probes.decide_claim``). A
-    band whose calibration is not confirmed on every model makes its claim tasks not testable."""
+    ({task: Verdict} for every task, the claim's verdict (``probes.decide_claim``)). A band whose calibration
+    is not confirmed on every model makes its claim tasks not testable, in the claim and in their own
+    verdicts."""
     from ..evidence import verdict as V
 
     if len(per_model) < 2:
@@ -155,5 +156,6 @@ def decide(per_model: list[dict]):
         v = out[t.name]
         if not calibrated[t.band]:
             v = V.not_testable(f"the {t.band} calibration ({CALIBRATIONS[t.band]}) was not located {t.band}")
+            out[t.name] = v
         decided[t.name] = (v, {t.name: v})
     return out, probes.decide_claim(decided)
