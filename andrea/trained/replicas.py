@@ -7,6 +7,7 @@ Nothing here changes the shipped model, its probes (version 4) or their keys (``
 
     python -m andrea.trained.replicas train 1     # about 45 minutes on 2 free cores
     python -m andrea.trained.replicas probe 1     # a few minutes
+    python -m andrea.trained.replicas probe-shipped   # the shipped model's readings (shown, decide nothing)
     python -m andrea.trained.replicas decide      # version 5's verdict, once both replicas are probed
 """
 
@@ -138,6 +139,19 @@ def probe_replica(seed: int) -> Path:
     return path
 
 
+def probe_shipped() -> Path:
+    """Version 5's tasks on the shipped model (training seed 0) and its untrained self, stored beside the
+    replicas' (``REPLICAS/shipped/probes.json``). Versions 2-4 saw this model's readings: it is shown beside the
+    deciding models and decides nothing."""
+    es = model.eval_set()
+    found = run_probes(model.load(), model.untrained(), es)
+    blob = {"rule_version": locate.RULE_VERSION, "seed": 0, "found": model._to_json(found)}
+    path = REPLICAS / "shipped" / "probes.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(blob) + "\n")
+    return path
+
+
 def decide():
     """Version 5's verdict from the replicas' stored probes: ({task: Verdict}, the claim's Verdict)."""
     per_model = []
@@ -149,15 +163,17 @@ def decide():
 
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m andrea.trained.replicas", description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("train", "probe", "decide"))
+    p.add_argument("what", choices=("train", "probe", "probe-shipped", "decide"))
     p.add_argument("seed", nargs="?", type=int)
     a = p.parse_args(argv)
-    if a.what != "decide" and a.seed not in locate.MODEL_SEEDS:
+    if a.what in ("train", "probe") and a.seed not in locate.MODEL_SEEDS:
         p.exit(2, f"{p.prog}: error: seed must be one of {locate.MODEL_SEEDS}, got {a.seed!r}\n")
     if a.what == "train":
         print(f"replica {a.seed}: stored in {train_replica(a.seed)}")
     elif a.what == "probe":
         print(f"replica {a.seed}: probes stored in {probe_replica(a.seed)}")
+    elif a.what == "probe-shipped":
+        print(f"the shipped model: version-5 probes stored in {probe_shipped()}")
     else:
         per_task, claim = decide()
         for name, v in per_task.items():
