@@ -76,3 +76,34 @@ def test_copying_is_said_from_the_losses():
     assert "no head gives even half" not in page.copies(heads, {"loss_second": 3.2})
     heads[page.PROSE]["trained"]["induction"] = np.array([[0.1, 0.2]])
     assert "no head gives even half" in page.copies(heads, {"loss_second": 3.2})
+
+
+def test_the_rule_history_matches_the_commits_that_made_it(report):
+    """The evidence page says when version 4 was written against version 3's result (issue 49): the commits,
+    their times and version 3's label are the ones git recorded."""
+    import os
+    import shutil
+    import subprocess
+
+    from andrea.views.pages.ch8_probes import HISTORY, minutes_between
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        assert not os.environ.get("CI"), "CI runs on a clone: its history must be there"
+        pytest.skip("no git history here")
+    for version, h in HISTORY.items():
+        out = subprocess.run(
+            ["git", "show", "-s", "--format=%ad%n%s", "--date=format:%Y-%m-%d %H:%M:%S", h["commit"]],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        assert out[0] == h["at"], (version, out)
+        assert f"version {version}" in out[1], (version, out[1])
+        if "claim" in h:
+            assert f"(claim: {h['claim']})" in out[1], out[1]
+    said = report.history_words(0.9).text
+    assert f"{minutes_between(3, 4):.0f} minutes later" in said and 0 < minutes_between(3, 4) < 10
+    assert f"**{report.overall.label}**" in said and f"**{HISTORY[3]['claim']}**" in said and "90%" in said
+    assert "{ref}`the rule's history <ev-ch8-rule>`" in page.overall(report).text

@@ -261,5 +261,5 @@ def verdicts(report: ProbeReport) -> Markdown:
 
 
 def overall(report: ProbeReport) -> Markdown:
-    """The lesson's sentence on the source's whole claim, linked to its evidence."""
-    return Markdown(report.overall_sentence())
+    """The lesson's sentence on the source's whole claim, linked to its evidence, and which rule made it."""
+    return Markdown(f"{report.overall_sentence()} {report.history_sentence()}")

@@ -51,6 +51,21 @@ CALIBRATION_WORDS = {
 }
 
 
+# The probe rule's history, from the commits that made it (tests/test_pages_ch8.py checks them against git):
+# version 3's outcome on the shipped model, then version 4's declaration on the same model and evaluation set.
+HISTORY = {
+    3: {"commit": "114bedf", "at": "2026-12-02 19:41:59", "claim": "qualified"},
+    4: {"commit": "05e27ce", "at": "2026-12-02 19:47:47"},
+}
+
+
+def minutes_between(version_a: int, version_b: int) -> float:
+    from datetime import datetime
+
+    at = {v: datetime.fromisoformat(HISTORY[v]["at"]) for v in (version_a, version_b)}
+    return (at[version_b] - at[version_a]).total_seconds() / 60
+
+
 # The verdict labels that book/glossary.md defines ("qualified": glossary-ch13.md, merged with these chapters)
 GLOSSED = ("inconclusive", "qualified", "not testable", "depends on the machine")
 
@@ -382,6 +397,33 @@ class ProbeReport:
             "compared the untrained model by its level only (in the untrained model too, accuracy on the manual "
             "rises with depth, by more than in the trained one), let differences of a few thousandths decide, and "
             "planted its calibration bit at boundaries 4-8 only, so that it could not fail.",
+        )
+
+    def history_words(self, share: float) -> Markdown:
+        """When this version was written, what version 3 had said, and which version will decide (evidence page);
+        ``share``: the share of a probe's rise that locates it under version 5 (``locate.SHARE``)."""
+        v3, v4 = HISTORY[3], HISTORY[4]
+        return paragraphs(
+            f"Version 3 gave the source's whole claim **{v3['claim']}** on this model (commit `{v3['commit']}`). "
+            f"Version {self.rule.RULE_VERSION} was committed {minutes_between(3, 4):.0f} minutes later (commit "
+            f"`{v4['commit']}`), after that result, on the same trained model and the same evaluation set; only its "
+            f"probe seeds were new. Its label, **{self.overall.label}**, is the one these pages print, so it comes "
+            "from a rule written after this model's readings had been seen: by the book's own standard it decides "
+            "nothing on them.",
+            "Version 5 (`andrea/trained/locate.py`) was declared before the models it decides on were trained. It "
+            f"locates where a block *adds* a label (the first boundary at which a probe reaches {share:.0%} of its "
+            "rise from the embeddings), not where the label is still readable; it has a calibration that this "
+            "statistic can pass in each band; and it decides on two newly trained models, not on this one, whose "
+            "readings every earlier version saw. Its verdicts will replace these once both models are trained and "
+            "probed.",
+        )
+
+    def history_sentence(self) -> str:
+        """The lesson's one sentence on the rule's history, linked to the evidence page."""
+        return (
+            f"These labels come from version {self.rule.RULE_VERSION} of the probes' rule, written after version 3's "
+            "result on this same model; a version fixed before its two new models were trained is waiting for them "
+            "({ref}`the rule's history <ev-ch8-rule>`)."
         )
 
     def planted_words(self) -> str:
