@@ -82,3 +82,26 @@ def test_the_report_refuses_missing_readings():
     verdicts, overall = locate.decide([m, m])
     with pytest.raises(ValueError, match="meaning"):
         LocateReport(locate, [m, short], verdicts, overall)
+
+
+def test_the_two_machines_decide_apart_and_a_difference_is_said():
+    """The second CPU's readings are decided on their own: the same readings leave every label as it is; a task
+    placed elsewhere on one machine depends on the machine; a calibration missed on one machine leaves its
+    band's tasks not testable."""
+    same = locate.decide([_model({}), _model({})], [_model({}), _model({})])
+    assert {v.label for v in same[0].values()} == {"confirmed"} and same[1].label == "confirmed"
+    verdicts, _ = locate.decide([_model({}), _model({})], [_model({"meaning": 6}), _model({"meaning": 6})])
+    assert verdicts["meaning"].label == "depends on the machine", verdicts["meaning"]
+    verdicts, claim = locate.decide([_model({}), _model({})], [_model({"next token": 6}), _model({})])
+    assert verdicts["meaning"].label == "not testable" and claim.label != "confirmed"
+    r = LocateReport(
+        locate,
+        [_model({}), _model({})],
+        *locate.decide([_model({}), _model({})]),
+        second=[_model({"meaning": 6}), _model({})],
+    )
+    t = r.table()
+    row = dict(zip(t.columns, next(x for x in t.rows if x[0] == "meaning")))
+    assert "second CPU: block 6 (middle)" in row["model seed 1"] and "second CPU: the same" in row["model seed 2"]
+    with pytest.raises(ValueError, match="cover 1 models"):
+        locate.decide([_model({}), _model({})], [_model({})])

@@ -4,8 +4,9 @@ The rule (``andrea.trained.locate``) and the readings arrive as arguments: this 
 ``andrea.trained`` (the views sit below it in the package's layers). ``LocateReport`` holds, per task, each
 deciding model's reading (``locate.Reading``: the located block boundary, the rise, the controls), the shipped
 model's reading beside them (its data were seen by versions 2-4, so it decides nothing), the task's verdict and
-the claim's. The lesson gives one plain sentence per task (``sentences``); the evidence page the table, the
-curves and the rule's history (``history``).
+the claim's. The lesson gives one plain sentence per task (``sentences``) and one on the whole claim
+(``overall_sentence``); the evidence page the table, each task's readings (``task_words``) and the rule's
+history (``history``). The figure is ``andrea.trained.figures.located_figure``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import numpy as np
-
 from ..lesson import Markdown, paragraphs
-from ..notebook import Table, table
-from .ch8_probes import ANCHORS, BLOCKS, label_md
+from ..notebook import Claim, Table, table
+from .ch8_probes import ANCHORS, BLOCKS, CLAIMS, RULE_WORDS, _and, _cap, _count, label_md
 
 # The source's words for what each task reads, as a sentence's subject.
 SUBJECTS = {
@@ -50,6 +49,23 @@ class LocateReport:
     verdicts: dict  # {task name: Verdict}, from rule.decide
     overall: Any  # the claim's Verdict
     shipped: Optional[dict] = None  # the shipped model's readings (decides nothing)
+    second: Optional[list] = None  # the deciding models' readings on the emulated second CPU
+
+    @classmethod
+    def from_found(
+        cls, rule: Any, models: list, shipped: Optional[dict] = None, second_cpu: Optional[list] = None
+    ) -> "LocateReport":
+        """The report from stored probes (``andrea.trained.replicas.stored``): ``models``, per deciding model,
+        {task: {"trained": ..., "untrained": ...}}; ``shipped`` the same for the shipped model; ``second_cpu``
+        the deciding models' probes on the emulated second CPU."""
+
+        def read(found: dict) -> dict:
+            return {t.name: rule.reading(t, found[t.name]) for t in rule.tasks()}
+
+        per_model = [read(f) for f in models]
+        second = None if second_cpu is None else [read(f) for f in second_cpu]
+        verdicts, overall = rule.decide(per_model, second)
+        return cls(rule, per_model, verdicts, overall, None if shipped is None else read(shipped), second)
 
     def __post_init__(self):
         if len(self.per_model) != len(self.rule.MODEL_SEEDS):
@@ -71,9 +87,13 @@ class LocateReport:
         rows = []
         for t in self.rule.tasks():
             row = {"task": t.name, "predicted": f"{t.band} ({BLOCKS[t.band]})"}
-            for seed, m in zip(self.rule.MODEL_SEEDS, self.per_model):
+            for i, (seed, m) in enumerate(zip(self.rule.MODEL_SEEDS, self.per_model)):
                 r = m[t.name]
                 row[f"model seed {seed}"] = f"{_at(r)}: {r.label}"
+                if self.second is not None:
+                    o = self.second[i][t.name]
+                    same = (o.boundary, o.label) == (r.boundary, r.label)
+                    row[f"model seed {seed}"] += "; second CPU: " + ("the same" if same else f"{_at(o)}: {o.label}")
             if self.shipped is not None:
                 r = self.shipped[t.name]
                 row["shipped model (decides nothing)"] = f"{_at(r)}: {r.label}"
@@ -124,6 +144,105 @@ class LocateReport:
     def sentences(self) -> Markdown:
         return Markdown("\n".join(f"- {self.sentence(n)}" for n in self.rule.CLAIM_TASKS))
 
+    def _grouped(self) -> tuple[list, list, list, list]:
+        """The claim's tasks as ``probes.decide_claim`` groups them: held, against, undecided, untestable."""
+        held, against, undecided, untestable = [], [], [], []
+        for name in self.rule.CLAIM_TASKS:
+            label = self.verdicts[name].label
+            {"confirmed": held, "not reproduced": against, "not testable": untestable}.get(label, undecided).append(
+                name
+            )
+        return held, against, undecided, untestable
+
+    def overall_sentence(self) -> str:
+        """The source's whole claim on the new models, in one sentence, as the rule groups the tasks."""
+        held, against, undecided, untestable = self._grouped()
+        n = len(self.rule.CLAIM_TASKS)
+        parts = [f"{_and(held)} {'is' if len(held) == 1 else 'are'} added where the source says" if held else ""]
+        if against:
+            parts.append(f"{_and(against)} {'is' if len(against) == 1 else 'are'} added in other blocks")
+        if undecided:
+            parts.append(f"{_and(undecided)} {'stays' if len(undecided) == 1 else 'stay'} undecided")
+        if untestable:
+            parts.append(f"{_count(len(untestable))} could not be placed")
+        if not held:
+            parts[0] = f"none of the {_count(n)} properties is added where the source says"
+        rule = RULE_WORDS.get(self.overall.label, "").replace("sits in its band", "is added in its band")
+        return (
+            f"Taken together, on the {_count(len(self.per_model))} new models the source's division of labour is "
+            f"{label_md(self.overall.label)} ({{ref}}`evidence <{ANCHORS['the claim']}>`): {_and(parts)}."
+            + (f" The rule gives that label when {rule}." if rule and self.overall.label != "confirmed" else "")
+        )
+
+    def history_sentence(self) -> str:
+        """The lesson's one sentence on which rule decides, linked to the rule's history."""
+        return (
+            "These verdicts come from a version of the rule fixed before the new models were trained; an earlier "
+            "version was changed after its result on the shipped model, whose readings are shown and decide "
+            "nothing ({ref}`the rule's history <ev-ch8-rule>`)."
+        )
+
+    def found_sentence(self) -> str:
+        """The verdict for "What we found", with where the new models add the first task that goes against."""
+        said = (
+            "The source's claim that blocks specialise in order (syntax first, meaning last) is "
+            f"{label_md(self.overall.label)} on {_count(len(self.per_model))} newly trained models"
+        )
+        held, against, _, _ = self._grouped()
+        if against:
+            name = against[0]
+            task = next(t for t in self.rule.tasks() if t.name == name)
+            at = " and ".join(_at(m[name]) for m in self.per_model)
+            said += f": {name}, predicted for {BLOCKS[task.band]}, is added at {at}"
+        elif self.overall.label == "confirmed":
+            said += ": each property is added in the blocks the source names"
+        return said + "."
+
+    def claim_rows(self) -> list:
+        """The chapter's claims under version 5: one per task, then the source's whole claim."""
+        seeds = " / ".join(map(str, self.rule.MODEL_SEEDS))
+        how = (
+            f"linear probes on {_count(len(self.per_model))} newly trained models (seeds {seeds}); the untrained "
+            "model and a control task as controls; rule version "
+            f"{self.rule.RULE_VERSION}, declared before the models were trained"
+        )
+        rows = []
+        for name in self.rule.CLAIM_TASKS:
+            measured = f"{self.rule.SHARE:.0%} of the rise reached at " + " / ".join(
+                _at(m[name]) for m in self.per_model
+            )
+            if self.shipped is not None:
+                measured += f"; shipped model (decides nothing): {_at(self.shipped[name])}"
+            rows.append(
+                Claim(CLAIMS[name], measured, self.verdicts[name], how, anchor=ANCHORS.get(name, ANCHORS["the claim"]))
+            )
+        rows.append(
+            Claim(
+                "Layers specialise in this order, and training, not the architecture, makes them so.",
+                "the five properties together; calibrations: "
+                + ", ".join(f"{b} {lab}" for b, lab in self.calibrations().items()),
+                self.overall,
+                "a property's label stands where both new models give it; a band's calibration must be located "
+                "in that band for its properties to count",
+                anchor=ANCHORS["the claim"],
+            )
+        )
+        return rows
+
+    def task_words(self, name: str) -> str:
+        """The evidence page's paragraph for one task: each model's reading under version 5, and the verdict."""
+        seeds = self.rule.MODEL_SEEDS
+        each = [f"new model seed {s}: {m[name].label} ({m[name].reason})" for s, m in zip(seeds, self.per_model)]
+        if self.shipped is not None:
+            r = self.shipped[name]
+            each.append(f"shipped model, which decides nothing: {r.label} ({r.reason})")
+        v = self.verdicts[name]
+        return (
+            f"**Version {self.rule.RULE_VERSION}.** {_cap('; '.join(each))}. Verdict: **{v.label}**"
+            + (f" ({v.reason})" if v.label == "not testable" else "")
+            + "."
+        )
+
     # --- the rule's history ----------------------------------------------------------------------------
     def history(self, v3: str, v4: str, minutes_after: float) -> Markdown:
         """Why version 5 decides: version 3's and version 4's labels on the shipped model, the minutes between
@@ -141,40 +260,3 @@ class LocateReport:
             f"Its verdict on the claim: **{self.overall.label}**. The shipped model's readings are shown beside "
             "them and decide nothing.",
         )
-
-
-def curve_panels(rule: Any, curves: list[dict], shipped: Optional[dict] = None):
-    """A figure: for each of version 5's tasks, the trained probe's accuracy over the block boundaries (0: the
-    embeddings) on each deciding model (and the shipped model, grey), with the located boundary marked and
-    the predicted band shaded. ``curves``: per deciding model, {task name: accuracy per boundary}."""
-    import matplotlib.pyplot as plt
-
-    from .. import plots
-
-    tasks = rule.tasks()
-    cols = 4
-    rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 2.2 * rows), sharex=True, squeeze=False)
-    for ax in axes.flat[len(tasks) :]:
-        ax.set_visible(False)
-    bands = {"early": (1, 3), "middle": (4, 8), "late": (9, 12)}
-    for ax, t in zip(axes.flat, tasks):
-        lo, hi = bands[t.band]
-        ax.axvspan(lo - 0.5, hi + 0.5, color="#eeeeee", zorder=0)
-        series = [(f"seed {s}", c[t.name], plots.PALETTE[i]) for i, (s, c) in enumerate(zip(rule.MODEL_SEEDS, curves))]
-        if shipped is not None:
-            series.append(("shipped", shipped[t.name], plots.REFERENCE_GREY))
-        for label, c, colour in series:
-            c = np.asarray(c, dtype=float)
-            ax.plot(range(len(c)), c, color=colour, lw=1.4, label=label)
-            b, _ = rule.located(c)
-            if b is not None:
-                ax.plot([b], [c[b]], marker="o", color=colour, ms=5)
-        ax.set_title(t.name, fontsize=9)
-        ax.tick_params(labelsize=8)
-    for ax in axes[-1]:
-        ax.set_xlabel("block boundary", fontsize=8)
-    axes[0][0].set_ylabel("balanced accuracy", fontsize=8)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    return fig
