@@ -149,7 +149,14 @@ def probe_replica(seed: int) -> Path:
     es = model.eval_set()
     found = run_probes(load_replica(seed), untrained_replica(seed), es)
     second = on_second_cpu()
-    blob = {"rule_version": locate.RULE_VERSION, "seed": seed, "second_cpu": second, "found": model._to_json(found)}
+    sha = json.loads((folder(seed) / "trained.json").read_text(encoding="utf-8"))["weights_sha256"]
+    blob = {
+        "rule_version": locate.RULE_VERSION,
+        "seed": seed,
+        "second_cpu": second,
+        "weights_sha256": sha,  # load_replica checked the weights against it
+        "found": model._to_json(found),
+    }
     path = probes_file(seed, second)
     atomic_write_text(path, json.dumps(blob) + "\n")
     return path
@@ -181,6 +188,9 @@ def _stored(path: Path, seed: int) -> dict:
             f"{str(path)!r} holds version {blob.get('rule_version')!r}'s probes of seed {blob.get('seed')!r}; "
             f"expected version {locate.RULE_VERSION}, seed {seed}"
         )
+    log = path.parent / "trained.json"
+    if seed != 0 and json.loads(log.read_text(encoding="utf-8"))["weights_sha256"] != blob.get("weights_sha256"):
+        raise ValueError(f"{str(path)!r} was not made from the weights {str(log)!r} records: probe again")
     return model._from_json(blob["found"])
 
 

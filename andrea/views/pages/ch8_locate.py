@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ..lesson import Markdown, paragraphs
 from ..notebook import Claim, Table, table
-from .ch8_probes import ANCHORS, BLOCKS, CLAIMS, RULE_WORDS, _and, _cap, _count, label_md
+from .ch8_probes import ANCHORS, BLOCKS, CLAIMS, RULE_WORDS, UNITS, _and, _cap, _count, label_md
 
 # The source's words for what each task reads, as a sentence's subject.
 SUBJECTS = {
@@ -146,7 +146,10 @@ class LocateReport:
 
     def _grouped(self) -> tuple[list, list, list, list]:
         """The claim's tasks as ``probes.decide_claim`` groups them: held, against, undecided, untestable."""
-        held, against, undecided, untestable = [], [], [], []
+        held: list[str] = []
+        against: list[str] = []
+        undecided: list[str] = []
+        untestable: list[str] = []
         for name in self.rule.CLAIM_TASKS:
             label = self.verdicts[name].label
             {"confirmed": held, "not reproduced": against, "not testable": untestable}.get(label, undecided).append(
@@ -241,6 +244,68 @@ class LocateReport:
             f"**Version {self.rule.RULE_VERSION}.** {_cap('; '.join(each))}. Verdict: **{v.label}**"
             + (f" ({v.reason})" if v.label == "not testable" else "")
             + "."
+        )
+
+    def tasks_table(self) -> Table:
+        """Version 5's tasks: their text, labels, control unit and the band the source (or a calibration) gives."""
+        cal = set(self.rule.CALIBRATIONS.values())
+        rows = [
+            {
+                "task": t.name,
+                "text": "held-out manuals" if t.text == "prose" else "standard-library code",
+                "labels": ", ".join(t.classes),
+                "control's unit": UNITS[t.control],
+                "band": t.band + (" (calibration)" if t.name in cal else " (the source)"),
+            }
+            for t in self.rule.tasks()
+        ]
+        return table(rows, list(rows[0]))
+
+    def rule_words(self, plant: dict, probe_seeds: int) -> Markdown:
+        """Version 5, declared: the statistic, the calibrations, the controls and how the models and machines
+        combine. ``plant``: how a bit is planted (``probes.PLANT``: its strength ``z``)."""
+        r = self.rule
+        blocks = " and ".join(f"block {b} ({band})" for b, band in r.PLANTS.items())
+        return paragraphs(
+            f"**The rule (version {r.RULE_VERSION}).** For each task, average the probe's balanced accuracy over "
+            f"{probe_seeds} probe seeds at every boundary. The *rise* is the highest accuracy after the embeddings "
+            f"minus the accuracy at the embeddings (boundary 0); the task is placed at the first boundary where the "
+            f"accuracy has made {r.SHARE:.0%} of its rise. A label the embeddings already hold has no rise to "
+            "place, and one built in blocks 4-8 and kept by the later blocks is placed in the middle, wherever it "
+            "stays readable.",
+            f"Three checks, each by at least {r.MARGIN} in balanced accuracy, must pass for a reading to count: "
+            "the blocks add something (the rise); training adds it (the trained rise beats the untrained model's); "
+            "and at the placed boundary the probe reads the task better than its control task. The meaning task's "
+            "control gives each token id a random manual: a random manual per file, as in version 4, is at chance "
+            "by construction on files the probe never saw, so it could not fail. A reading whose checks pass is "
+            "confirmed if it is placed in the task's band and not reproduced if it is placed in another; a failed "
+            "check leaves it inconclusive.",
+            f"The calibrations are known answers, one per band: a random bit planted on the output of {blocks}, "
+            f"{plant['z']} standard deviations along one random direction (a reader of that direction alone is "
+            "right 75 % of the time), which the later blocks then carry; and the next token's category, which "
+            "the stack computes at its top (late). A band whose calibration is not placed in it decides nothing.",
+            f"The unit of replication is the model: {_count(len(r.MODEL_SEEDS))} models of this chapter's recipe, "
+            f"trained from seeds {_and([str(x) for x in r.MODEL_SEEDS])}, are probed on this machine and again on "
+            "the emulated second CPU. A task's label stands where every new model gives it (else inconclusive: "
+            "the models disagree) and both machines give the same label (else it depends on the machine).",
+        )
+
+    def claim_evidence(self, n_params: int, n_pages: int, n_modules: int) -> Markdown:
+        """The source's whole claim under version 5: its label and reason, the calibrations, and the cautions
+        that keep it to its size."""
+        o = self.overall
+        failed = self.controls_failed()
+        return paragraphs(
+            f"{self.overall_sentence()} The rule's reason: {o.label}, {o.reason}. Calibrations: "
+            + ", ".join(f"{b} {lab}" for b, lab in self.calibrations().items())
+            + "."
+            + (f" Readings whose checks failed: {'; '.join(failed)}." if failed else " Every reading's checks passed."),
+            "Three cautions keep the verdict to its size. These are small models of "
+            f"{n_params / 1e6:.1f} million parameters, not ANDREA-120M, trained the same way on the same text, so "
+            f"the verdict is about this recipe; the probes read {n_pages} held-out pages and {n_modules} modules. The "
+            "labels are proxies the text provides: Python's token types and a name's neighbour for syntax, brackets "
+            "for phrase structure, the manual for meaning. And a linear probe finds what is *linearly* available; "
+            "a property held in another form is missed.",
         )
 
     # --- the rule's history ----------------------------------------------------------------------------
