@@ -67,8 +67,14 @@ def test_models_that_disagree_leave_a_task_undecided():
 
 def test_a_failed_control_and_a_failed_calibration_are_said_as_such():
     r = _report(_model({"meaning": None}), _model({"meaning": None}))
-    assert "check that the probes read something training added failed" in r.sentence("meaning")
+    assert "no block adds it, so it cannot be placed" in r.sentence("meaning"), r.sentence("meaning")
     assert any(x.startswith("meaning, model seed") for x in r.controls_failed())
+    meaning = next(t for t in locate.tasks() if t.name == "meaning")
+    untrained_too = locate.reading(meaning, _result(_curve(10), untrained=_curve(10)))  # training adds nothing
+    m1, m2 = _model({}), _model({})
+    m1["meaning"] = m2["meaning"] = untrained_too
+    r = _report(m1, m2)
+    assert "check that the probes read something training added failed" in r.sentence("meaning")
     r = _report(_model({"planted at block 2": 10}), _model({"planted at block 2": 10}))
     said = r.sentence("position")
     assert "{term}`not testable`" in said and "early calibration" in said, said

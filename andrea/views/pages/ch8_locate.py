@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ..lesson import Markdown, paragraphs
 from ..notebook import Claim, Table, table
-from .ch8_probes import ANCHORS, BLOCKS, CLAIMS, RULE_WORDS, UNITS, _and, _cap, _count, label_md
+from .ch8_probes import ANCHORS, BLOCKS, CLAIMS, UNITS, _and, _cap, _count, label_md
 
 # The source's words for what each task reads, as a sentence's subject.
 SUBJECTS = {
@@ -33,6 +33,33 @@ def _at(r: Any) -> str:
     if r.boundary is None:
         return "no rise"
     return f"block {r.boundary} ({_band(r.boundary)})"
+
+
+def _where(readings: list) -> str:
+    """Where the deciding models place a task, said once when they agree."""
+    places = {r.boundary for r in readings}
+    if places == {None}:
+        return f"no rise to place on {'either' if len(readings) == 2 else 'any'} model"
+    if len(places) == 1:
+        return (
+            f"{_at(readings[0])} on {'both' if len(readings) == 2 else 'every'} model{'s' if len(readings) > 1 else ''}"
+        )
+    return " and ".join(_at(r) for r in readings)
+
+
+# How the tasks' labels make the whole claim's label under version 5 (``probes.decide_claim``), per label.
+RULE_WORDS_5 = {
+    "confirmed": "every property is added in its band",
+    "qualified": "some properties are added in their bands and others in other bands",
+    "not reproduced": "no property is added in its band and at least one is added in another; undecided or "
+    "untestable ones cannot change that",
+    "not testable": "no property could be tested",
+    "inconclusive": "no property is added in another band but not every one is added in its own",
+}
+
+
+def _share(rule: Any) -> str:
+    return f"{100 * rule.SHARE:.0f} %"
 
 
 def _band(boundary: int) -> str:
@@ -120,23 +147,26 @@ class LocateReport:
         task = next(t for t in self.rule.tasks() if t.name == name)
         v = self.verdicts[name]
         rs = [m[name] for m in self.per_model]
-        where = " and ".join(_at(r) for r in rs)
+        where = _where(rs)
         subject = SUBJECTS.get(name, name[:1].upper() + name[1:])
         ref = f"({{ref}}`evidence <{ANCHORS.get(name, ANCHORS['the claim'])}>`)"
         if v.label == "confirmed":
             said = (
-                f"is added in {BLOCKS[task.band]}, as the source says: the probes reach most of their rise at {where}"
+                f"is added in {BLOCKS[task.band]}, as the source says: the probes make {_share(self.rule)} of their "
+                f"rise at {where}"
             )
         elif v.label == "not reproduced":
             bands = sorted({_band(r.boundary) for r in rs if r.boundary is not None})
             said = (
                 f"is added in the {' and '.join(bands)} blocks, not in {BLOCKS[task.band]} as the source says: "
-                f"the probes reach most of their rise at {where}"
+                f"the probes make {_share(self.rule)} of their rise at {where}"
             )
         elif v.label == "not testable":
             said = f"could not be placed: the {task.band} calibration was not found in {BLOCKS[task.band]}"
         elif len({r.label for r in rs}) > 1:
             said = f"is placed differently by the two models ({where}), so it stays undecided"
+        elif all(r.rise < self.rule.MARGIN for r in rs):
+            said = "is as readable at the embeddings as anywhere above them: no block adds it, so it cannot be placed"
         else:
             said = "stays undecided: a check that the probes read something training added failed"
         return f"{subject} {said}: {label_md(v.label)} {ref}."
@@ -170,7 +200,7 @@ class LocateReport:
             parts.append(f"{_count(len(untestable))} could not be placed")
         if not held:
             parts[0] = f"none of the {_count(n)} properties is added where the source says"
-        rule = RULE_WORDS.get(self.overall.label, "").replace("sits in its band", "is added in its band")
+        rule = RULE_WORDS_5.get(self.overall.label, "")
         return (
             f"Taken together, on the {_count(len(self.per_model))} new models the source's division of labour is "
             f"{label_md(self.overall.label)} ({{ref}}`evidence <{ANCHORS['the claim']}>`): {_and(parts)}."
@@ -195,7 +225,7 @@ class LocateReport:
         if against:
             name = against[0]
             task = next(t for t in self.rule.tasks() if t.name == name)
-            at = " and ".join(_at(m[name]) for m in self.per_model)
+            at = _where([m[name] for m in self.per_model])
             said += f": {name}, predicted for {BLOCKS[task.band]}, is added at {at}"
         elif self.overall.label == "confirmed":
             said += ": each property is added in the blocks the source names"
@@ -211,9 +241,7 @@ class LocateReport:
         )
         rows = []
         for name in self.rule.CLAIM_TASKS:
-            measured = f"{self.rule.SHARE:.0%} of the rise reached at " + " / ".join(
-                _at(m[name]) for m in self.per_model
-            )
+            measured = f"{_share(self.rule)} of the rise made at {_where([m[name] for m in self.per_model])}"
             if self.shipped is not None:
                 measured += f"; shipped model (decides nothing): {_at(self.shipped[name])}"
             rows.append(
@@ -270,7 +298,7 @@ class LocateReport:
             f"**The rule (version {r.RULE_VERSION}).** For each task, average the probe's balanced accuracy over "
             f"{probe_seeds} probe seeds at every boundary. The *rise* is the highest accuracy after the embeddings "
             f"minus the accuracy at the embeddings (boundary 0); the task is placed at the first boundary where the "
-            f"accuracy has made {r.SHARE:.0%} of its rise. A label the embeddings already hold has no rise to "
+            f"accuracy has made {_share(r)} of its rise. A label the embeddings already hold has no rise to "
             "place, and one built in blocks 4-8 and kept by the later blocks is placed in the middle, wherever it "
             "stays readable.",
             f"Three checks, each by at least {r.MARGIN} in balanced accuracy, must pass for a reading to count: "
@@ -317,11 +345,12 @@ class LocateReport:
             f"Version 3 of the probe rule gave the source's claim **{v3}** on the shipped model. Version 4 was "
             f"written {minutes_after:.0f} minutes after that outcome, on the same model and the same evaluation "
             f"set, and gave **{v4}**: a rule written after seeing the data it decides on decides nothing on them.",
-            f"Version 5 was committed before either of the {n} models it decides on was trained (training seeds "
-            f"{', '.join(map(str, self.rule.MODEL_SEEDS))}). It locates where a block adds a label (the first "
-            f"block boundary at which a probe reaches {self.rule.SHARE:.0%} of its rise from the embeddings), "
+            f"Version 5 was committed before either of the {_count(n)} models it decides on was trained (training "
+            f"seeds {_and([str(x) for x in self.rule.MODEL_SEEDS])}). It locates where a block adds a label (the first "
+            f"block boundary at which a probe reaches {_share(self.rule)} of its rise from the embeddings), "
             "not where the label is still readable; its calibrations are a bit planted at block 2 and at block 6 "
-            "and the next token, one per band; and a task's label stands only where every new model gives it. "
+            "and the next token, one per band; and a task's label stands only where every new model gives it, on "
+            "this machine and on the emulated second CPU. "
             f"Its verdict on the claim: **{self.overall.label}**. The shipped model's readings are shown beside "
             "them and decide nothing.",
         )

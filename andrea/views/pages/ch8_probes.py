@@ -15,15 +15,6 @@ from typing import Any
 from ..lesson import Markdown, paragraphs
 from ..notebook import table
 
-# How the tasks' labels make the whole claim's label (the rule of ``probes.decide_claim``), said per label
-RULE_WORDS = {
-    "confirmed": "every task sits in its band",
-    "qualified": "some tasks sit in their bands and others show the opposite",
-    "not reproduced": "no task sits in its band and at least one is read better in another band than in its own, "
-    "even a qualified one; undecided or untestable tasks cannot change that",
-    "not testable": "no task could be tested",
-    "inconclusive": "no task shows the opposite but not every one sits in its band",
-}
 ANCHORS = {
     "position": "ev-ch8-position",
     "syntax (lexical)": "ev-ch8-syntax-lexical",
