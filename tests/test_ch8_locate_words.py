@@ -111,3 +111,9 @@ def test_the_two_machines_decide_apart_and_a_difference_is_said():
     assert "second CPU: block 6 (middle)" in row["model seed 1"] and "second CPU: the same" in row["model seed 2"]
     with pytest.raises(ValueError, match="cover 1 models"):
         locate.decide([_model({}), _model({})], [_model({})])
+
+
+def test_the_models_losses_are_said_with_their_largest_gap():
+    r = _report(_model({}), _model({}))
+    said = r.models_words({1: 3.301, 2: 3.295, "shipped": 3.300})
+    assert "3.301 (seed 1) and 3.295 (seed 2)" in said and "at 3.300" in said and "0.006 apart" in said, said

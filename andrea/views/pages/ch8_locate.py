@@ -318,6 +318,17 @@ class LocateReport:
             "the models disagree) and both machines give the same label (else it depends on the machine).",
         )
 
+    def models_words(self, losses: dict) -> str:
+        """How well each model learned, so that the new models are seen to be the shipped model's kind: ``losses``
+        maps each deciding model's seed and "shipped" to its held-out loss (nats per token)."""
+        seeds = self.rule.MODEL_SEEDS
+        new = _and([f"{losses[s]:.3f} (seed {s})" for s in seeds])
+        spread = max(losses.values()) - min(losses.values())
+        return (
+            f"The new models learned as the shipped one did: on the held-out pages they end at {new} nats per "
+            f"token, the shipped model at {losses['shipped']:.3f}, {spread:.3f} apart at most."
+        )
+
     def claim_evidence(self, n_params: int, n_pages: int, n_modules: int) -> Markdown:
         """The source's whole claim under version 5: its label and reason, the calibrations, and the cautions
         that keep it to its size."""
