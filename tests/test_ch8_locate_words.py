@@ -49,14 +49,14 @@ def test_every_task_sits_in_its_band_and_the_words_say_so():
     assert r.overall.label == "confirmed"
     for name in locate.CLAIM_TASKS:
         said = r.sentence(name)
-        assert "as the source says" in said and "**confirmed**" in said, said
+        assert "as the source says" in said and "{term}`confirmed`" in said, said
     assert len(r.table().rows) == len(locate.tasks())
 
 
 def test_a_task_added_elsewhere_is_not_reproduced_and_named_where():
     r = _report(_model({"phrase structure": 10}), _model({"phrase structure": 11}))
     said = r.sentence("phrase structure")
-    assert "**not reproduced**" in said and "late blocks" in said and "block 10 (late) and block 11 (late)" in said
+    assert "{term}`not reproduced`" in said and "late blocks" in said and "block 10 (late) and block 11 (late)" in said
 
 
 def test_models_that_disagree_leave_a_task_undecided():

@@ -49,8 +49,8 @@ def minutes_between(version_a: int, version_b: int) -> float:
     return (at[version_b] - at[version_a]).total_seconds() / 60
 
 
-# The verdict labels that book/glossary.md defines ("qualified": glossary-ch13.md, merged with these chapters)
-GLOSSED = ("inconclusive", "qualified", "not testable", "depends on the machine")
+# The verdict labels that book/glossary.md defines, each a link to its entry where chapter 8 prints it
+GLOSSED = ("confirmed", "not reproduced", "inconclusive", "qualified", "not testable", "depends on the machine")
 
 
 def label_md(label: str) -> str:
