@@ -67,11 +67,18 @@ def _tokens(full):  # Fig 2.1
     return plots.token_stats_figure(x, torch.nn.functional.layer_norm(x, (128,)))
 
 
-def _probes(full):  # Fig 8.6, from the shipped probes
+def _probes(full):  # version 4's figure on the evidence page, from the shipped probes
     from andrea.trained import figures
     from andrea.trained import model as trained
 
     return figures.probes_figure(trained.probe_results())
+
+
+def _located(full):  # Fig 8.6 (rule version 5), from the stored probes of the new models and the shipped one
+    from andrea.trained import figures, replicas
+
+    v5 = replicas.stored()
+    return figures.located_figure(v5["models"], v5["shipped"])
 
 
 def _init(full):  # Fig 3.1, on a smaller stack than the chapter's (the layout is the same)
@@ -110,7 +117,8 @@ FIGURES = {
     "6.2": _trace,
     "6.1": _full_budget,
     "2.1": _tokens,
-    "8.6": _probes,
+    "8.6": _located,
+    "8.6 (version 4)": _probes,
     "3.1": _init,
     "attention scores": _scores,
     "attention q, k, v": _qkv,

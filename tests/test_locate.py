@@ -91,3 +91,27 @@ def test_a_calibration_not_located_in_its_band_makes_that_bands_tasks_not_testab
 def test_version_5_is_declared_apart_from_version_4():
     assert locate.RULE_VERSION == probes.RULE_VERSION + 1 and locate.SEED_BASE != probes.SEED_BASE
     assert 0 not in locate.MODEL_SEEDS  # the shipped model (seed 0) decides nothing
+
+
+def test_the_rule_was_committed_before_any_model_it_decides_on_was_probed():
+    """A rule written after seeing the data it decides on decides nothing on them: the last commit that changed
+    ``locate.py`` must be older than the first commit that added a new model's probes."""
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        assert not os.environ.get("CI"), "CI runs on a clone: its history must be there"
+        pytest.skip("no git history here")
+
+    def git(*args: str) -> list[str]:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+        return out.split()
+
+    rule = git("log", "-1", "--format=%ct", "--", "andrea/trained/locate.py")
+    probed = git("log", "--diff-filter=A", "--format=%ct", "--", "andrea/results/trained/replicas/seed-*/probes*.json")
+    assert rule, "locate.py has no commit"
+    assert probed, "no new model's probes are committed"
+    assert int(rule[0]) < min(map(int, probed)), "locate.py changed after a new model's probes were committed"

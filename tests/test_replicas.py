@@ -43,3 +43,30 @@ def test_version_5s_probes_use_its_own_probe_seeds_and_the_planted_labels(monkey
 def test_a_replica_seed_must_be_a_declared_one():
     with pytest.raises(ValueError, match="must be one of"):
         replicas.folder(0)  # the shipped model's seed decides nothing
+
+
+def test_stored_probes_name_a_missing_file_another_version_and_other_weights(tmp_path, monkeypatch):
+    import json
+
+    from andrea.trained import replicas
+
+    monkeypatch.setattr(replicas, "REPLICAS", tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"seed-1/probes.json.*replicas probe 1"):
+        replicas.stored()
+    for seed in locate.MODEL_SEEDS:
+        (tmp_path / f"seed-{seed}").mkdir()
+        (tmp_path / f"seed-{seed}" / "trained.json").write_text(json.dumps({"weights_sha256": "a" * 64}))
+        for name in ("probes.json", "probes-second-cpu.json"):
+            blob = {"rule_version": locate.RULE_VERSION, "seed": seed, "weights_sha256": "a" * 64, "found": {}}
+            (tmp_path / f"seed-{seed}" / name).write_text(json.dumps(blob))
+    with pytest.raises(FileNotFoundError, match=r"shipped/probes.json.*probe-shipped"):
+        replicas.stored()
+    (tmp_path / "shipped").mkdir()
+    (tmp_path / "shipped" / "probes.json").write_text(json.dumps({"rule_version": 4, "seed": 0, "found": {}}))
+    with pytest.raises(ValueError, match="version 4's probes of seed 0; expected version 5"):
+        replicas.stored()
+    (tmp_path / "shipped" / "probes.json").write_text(json.dumps({"rule_version": 5, "seed": 0, "found": {}}))
+    assert len(replicas.stored()["second_cpu"]) == len(locate.MODEL_SEEDS)
+    (tmp_path / "seed-2" / "trained.json").write_text(json.dumps({"weights_sha256": "b" * 64}))
+    with pytest.raises(ValueError, match="seed-2/probes.json.*not made from the weights"):
+        replicas.stored()

@@ -50,7 +50,17 @@ def _mlp(rng):
     return {"bins": bins, "histogram": rng.uniform(1e-6, 0.1, 80), "near_zero": rng.uniform(0, 1, 12)}
 
 
+def _located(rng):
+    from andrea.trained import locate
+
+    def found():
+        return {t.name: {"trained": {"task": rng.uniform(0.3, 0.9, (5, 13))}} for t in locate.tasks()}
+
+    return figures.located_figure([found() for _ in locate.MODEL_SEEDS], found())
+
+
 FIGURES = {
+    "located": _located,
     "heads": lambda rng: figures.heads_figure(_heads(rng)),
     "probes": lambda rng: figures.probes_figure(_probes(rng)),
     "stream (2 a row)": lambda rng: figures.pair_figure(_pairs(4)),

@@ -210,3 +210,49 @@ def probes_figure(results: dict, seed: Optional[int] = 0):
     provenance(fig, "cpu", seed, f"trained ANDREA, {n} probe seeds")
     fig.tight_layout(rect=(0, 0.09, 1, 1), h_pad=1.2)
     return fig
+
+
+@_styled
+def located_figure(models: Sequence[dict], shipped: Optional[dict] = None, seed: Optional[int] = 0):
+    """Version 5's probes (``andrea.trained.locate``): one panel per task, the trained probe's accuracy (mean
+    over probe seeds) at every boundary on each deciding model and, grey, the shipped model, with the boundary
+    where each reaches ``locate.SHARE`` of its rise marked by a large dot. ``models``: per deciding model (in
+    ``locate.MODEL_SEEDS`` order), the stored probes ({task: {"trained": {"task": (seeds, 13)}}})."""
+    from . import locate
+
+    tasks = locate.tasks()
+    ncols = 3
+    rows = (len(tasks) + ncols - 1) // ncols
+    fig, axes = plt.subplots(rows, ncols, figsize=(COLUMN_INCHES, 2.55 * rows + 0.3), squeeze=False, sharex=True)
+    x = np.arange(13)
+    series = [
+        (f"new model, seed {s}", found, PALETTE[i], "-") for i, (s, found) in enumerate(zip(locate.MODEL_SEEDS, models))
+    ]
+    if shipped is not None:
+        series.append(("shipped model\n(decides nothing)", shipped, REFERENCE_GREY, "--"))
+    for k, (ax, task) in enumerate(zip(axes.ravel(), tasks)):
+        _shade_bands(ax)
+        for label, found, c, ls in series:
+            acc = np.asarray(found[task.name]["trained"]["task"]).mean(0)
+            ax.plot(x, acc, ls=ls, color=c, lw=1.4, label=label)
+            b, _ = locate.located(acc)
+            if b is not None:
+                ax.plot([b], [acc[b]], "o", ms=6, color=c)
+        kind = "calibration: " if task.name in locate.CALIBRATIONS.values() else "predicted: "
+        ax.set_title(f"{task.name}\n({kind}{task.band})", fontsize=10)
+        if k % ncols == 0:
+            ax.set_ylabel("balanced accuracy")
+        if k + ncols >= len(tasks):
+            ax.tick_params(labelbottom=True)
+        if k == len(tasks) - 1:
+            ax.set_xlabel("boundary")
+        ax.set_xticks([0, 3, 6, 9, 12])
+        ax.locator_params(axis="y", nbins=4)
+    for ax in axes.ravel()[len(tasks) :]:
+        fig.delaxes(ax)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False, bbox_to_anchor=(0.5, 0.02))
+    n = np.asarray(models[0][tasks[0].name]["trained"]["task"]).shape[0]
+    provenance(fig, "cpu", seed, f"{len(models)} new models and the shipped one, {n} probe seeds each")
+    fig.tight_layout(rect=(0, 0.09, 1, 1), h_pad=1.2)
+    return fig

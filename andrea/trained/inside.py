@@ -55,6 +55,19 @@ def logit_lens(model: Andrea, ids: torch.Tensor) -> dict:
 
 
 @torch.no_grad()
+def heldout_loss(model: Andrea, ids: torch.Tensor, batch: int = 8) -> float:
+    """The mean next-token cross-entropy (nats per token) over the windows ``ids`` (B, T)."""
+    model.eval()
+    total, n = 0.0, 0
+    for i in range(0, len(ids), batch):
+        x = ids[i : i + batch]
+        logits = model(x)[:, :-1].double()
+        total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="sum"))
+        n += x[:, 1:].numel()
+    return total / n
+
+
+@torch.no_grad()
 def stream_profile(model: Andrea, ids: torch.Tensor) -> dict:
     """The stream's RMS at every boundary, each block's move ||delta|| / ||x||, and the cosine of
     each block's delta with the direction that raises the model's final top token (its unembedding

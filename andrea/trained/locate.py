@@ -31,6 +31,10 @@ Version 5:
   "inconclusive" where a control fails. **A task's label stands where both new models give it**;
   otherwise it is inconclusive ("the models disagree"). The claim is ``probes.decide_claim`` over the
   tasks' labels.
+* **Both machines** (added before any new model was probed): each new model is probed again on the emulated
+  second CPU (``evidence.emulate.EMULATED``). Each machine's readings are decided on their own; a task
+  whose label differs between the machines is "depends on the machine" (``evidence.verdict.agree``), and a
+  band's calibration must be located in it on both.
 """
 
 from __future__ import annotations
@@ -135,18 +139,28 @@ def agree(readings: list[Reading]) -> tuple[str, str]:
     return "inconclusive", "the models disagree: " + said
 
 
-def decide(per_model: list[dict]):
-    """The claim from the deciding models' readings (each {task name: Reading}, from ``reading``):
-    {task: (Verdict, readings)} for every task, and the claim's verdict (``probes.decide_claim``). A
-    band whose calibration is not confirmed on every model makes its claim tasks not testable."""
+def _decide_one(per_model: list[dict]) -> dict:
     from ..evidence import verdict as V
 
     if len(per_model) < 2:
         raise ValueError(f"version 5 decides on at least two models, got {len(per_model)}")
-    out: dict = {}
-    for t in tasks():
-        label, why = agree([m[t.name] for m in per_model])
-        out[t.name] = V.Verdict(label, why)
+    return {t.name: V.Verdict(*agree([m[t.name] for m in per_model])) for t in tasks()}
+
+
+def decide(per_model: list[dict], second: Optional[list[dict]] = None):
+    """The claim from the deciding models' readings (each {task name: Reading}, from ``reading``), and, where
+    given, the same models' readings on the second machine: ({task: Verdict} for every task, the claim's
+    verdict (``probes.decide_claim``)). A task whose label differs between the machines depends on the
+    machine. A band whose calibration is not confirmed (on both machines) makes its claim tasks not
+    testable, in the claim and in their own verdicts."""
+    from ..evidence import verdict as V
+
+    out = _decide_one(per_model)
+    if second is not None:
+        if len(second) != len(per_model):
+            raise ValueError(f"the second machine's readings cover {len(second)} models, not {len(per_model)}")
+        other = _decide_one(second)
+        out = {name: V.agree(v, other[name]) for name, v in out.items()}
     calibrated = {band: out[name].label == "confirmed" for band, name in CALIBRATIONS.items()}
     decided = {}
     for t in tasks():
@@ -155,5 +169,6 @@ def decide(per_model: list[dict]):
         v = out[t.name]
         if not calibrated[t.band]:
             v = V.not_testable(f"the {t.band} calibration ({CALIBRATIONS[t.band]}) was not located {t.band}")
+            out[t.name] = v
         decided[t.name] = (v, {t.name: v})
     return out, probes.decide_claim(decided)

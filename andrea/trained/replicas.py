@@ -7,6 +7,8 @@ Nothing here changes the shipped model, its probes (version 4) or their keys (``
 
     python -m andrea.trained.replicas train 1     # about 45 minutes on 2 free cores
     python -m andrea.trained.replicas probe 1     # a few minutes
+    python -m andrea.trained.replicas probe 1 --second-cpu   # the same on the emulated second CPU
+    python -m andrea.trained.replicas probe-shipped   # the shipped model's readings (shown, decide nothing)
     python -m andrea.trained.replicas decide      # version 5's verdict, once both replicas are probed
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, replace
@@ -129,35 +132,107 @@ def readings(found: dict) -> dict:
     return {t.name: locate.reading(t, found[t.name]) for t in locate.tasks()}
 
 
+def on_second_cpu() -> bool:
+    """Whether this process runs on the emulated second CPU (``evidence.emulate.EMULATED`` set)."""
+    from ..evidence.emulate import EMULATED
+
+    return all(os.environ.get(k) == v for k, v in EMULATED.items())
+
+
+def probes_file(seed: int, second_cpu: bool = False) -> Path:
+    return folder(seed) / ("probes-second-cpu.json" if second_cpu else "probes.json")
+
+
 def probe_replica(seed: int) -> Path:
+    """Version 5's probes of replica ``seed`` and its untrained self, stored in its folder (``probes.json``,
+    or ``probes-second-cpu.json`` when this process runs on the emulated second CPU)."""
     es = model.eval_set()
     found = run_probes(load_replica(seed), untrained_replica(seed), es)
-    blob = {"rule_version": locate.RULE_VERSION, "seed": seed, "found": model._to_json(found)}
-    path = folder(seed) / "probes.json"
+    second = on_second_cpu()
+    sha = json.loads((folder(seed) / "trained.json").read_text(encoding="utf-8"))["weights_sha256"]
+    blob = {
+        "rule_version": locate.RULE_VERSION,
+        "seed": seed,
+        "second_cpu": second,
+        "weights_sha256": sha,  # load_replica checked the weights against it
+        "found": model._to_json(found),
+    }
+    path = probes_file(seed, second)
     atomic_write_text(path, json.dumps(blob) + "\n")
     return path
 
 
+def probe_shipped() -> Path:
+    """Version 5's tasks on the shipped model (training seed 0) and its untrained self, stored beside the
+    replicas' (``REPLICAS/shipped/probes.json``). Versions 2-4 saw this model's readings: it is shown beside the
+    deciding models and decides nothing."""
+    es = model.eval_set()
+    found = run_probes(model.load(), model.untrained(), es)
+    blob = {"rule_version": locate.RULE_VERSION, "seed": 0, "found": model._to_json(found)}
+    path = REPLICAS / "shipped" / "probes.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(blob) + "\n")
+    return path
+
+
+def _stored(path: Path, seed: int) -> dict:
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{str(path)!r} is missing: run `python -m andrea.trained.replicas "
+            + ("probe-shipped`" if seed == 0 else f"probe {seed}`")
+            + " (after training the replica, if it is not trained)"
+        )
+    blob = json.loads(path.read_text(encoding="utf-8"))
+    if blob.get("rule_version") != locate.RULE_VERSION or blob.get("seed") != seed:
+        raise ValueError(
+            f"{str(path)!r} holds version {blob.get('rule_version')!r}'s probes of seed {blob.get('seed')!r}; "
+            f"expected version {locate.RULE_VERSION}, seed {seed}"
+        )
+    log = path.parent / "trained.json"
+    if seed != 0 and json.loads(log.read_text(encoding="utf-8"))["weights_sha256"] != blob.get("weights_sha256"):
+        raise ValueError(f"{str(path)!r} was not made from the weights {str(log)!r} records: probe again")
+    return model._from_json(blob["found"])
+
+
+def stored() -> dict:
+    """Version 5's stored probes: {"models": [found per deciding model, in ``locate.MODEL_SEEDS`` order],
+    "shipped": the shipped model's (decides nothing)}; each found is ``run_probes``' structure."""
+    return {
+        "models": [_stored(probes_file(s), s) for s in locate.MODEL_SEEDS],
+        "second_cpu": [_stored(probes_file(s, True), s) for s in locate.MODEL_SEEDS],
+        "shipped": _stored(REPLICAS / "shipped" / "probes.json", 0),
+    }
+
+
 def decide():
-    """Version 5's verdict from the replicas' stored probes: ({task: Verdict}, the claim's Verdict)."""
-    per_model = []
-    for s in locate.MODEL_SEEDS:
-        blob = json.loads((folder(s) / "probes.json").read_text(encoding="utf-8"))
-        per_model.append(readings(model._from_json(blob["found"])))
-    return locate.decide(per_model)
+    """Version 5's verdict from the replicas' stored probes on both machines: ({task: Verdict}, the claim's
+    Verdict)."""
+    st = stored()
+    return locate.decide([readings(f) for f in st["models"]], [readings(f) for f in st["second_cpu"]])
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m andrea.trained.replicas", description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("train", "probe", "decide"))
+    p.add_argument("what", choices=("train", "probe", "probe-shipped", "decide"))
     p.add_argument("seed", nargs="?", type=int)
+    p.add_argument(
+        "--second-cpu", action="store_true", help="probe on the emulated second CPU (probes-second-cpu.json)"
+    )
     a = p.parse_args(argv)
-    if a.what != "decide" and a.seed not in locate.MODEL_SEEDS:
+    if a.what in ("train", "probe") and a.seed not in locate.MODEL_SEEDS:
         p.exit(2, f"{p.prog}: error: seed must be one of {locate.MODEL_SEEDS}, got {a.seed!r}\n")
     if a.what == "train":
         print(f"replica {a.seed}: stored in {train_replica(a.seed)}")
+    elif a.what == "probe" and a.second_cpu and not on_second_cpu():
+        from ..evidence.emulate import EMULATED
+
+        # the kernels are chosen when torch loads: run again in a process started with the emulated machine's
+        args = sys.argv[1:] if argv is None else argv
+        os.execve(sys.executable, [sys.executable, "-m", "andrea.trained.replicas", *args], {**os.environ, **EMULATED})
     elif a.what == "probe":
         print(f"replica {a.seed}: probes stored in {probe_replica(a.seed)}")
+    elif a.what == "probe-shipped":
+        print(f"the shipped model: version-5 probes stored in {probe_shipped()}")
     else:
         per_task, claim = decide()
         for name, v in per_task.items():

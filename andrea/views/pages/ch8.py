@@ -3,11 +3,12 @@
 The lesson (``book/08_trained.md``) measures the trained model and its untrained self with ``andrea.trained``
 and hands the results to this module, which glues their numbers into the prose and turns them into
 sentences and tables. This module does not import ``andrea.trained`` itself (the views sit below it in the
-package's layers). The probes' verdicts are put in words by ``ch8_probes`` (``ProbeReport``).
+package's layers). The probes' verdicts (rule version 5, on two new models) are put in words by ``ch8_locate``
+(``LocateReport``); version 4's record on the shipped model, which decides nothing, by ``ch8_probes``.
 
 The evidence page (``book/evidence/08_trained_evidence.md``) calls the same modules for the apparatus: the
-probing tasks and their controls, the calibrations, the declared rule and its history, each task's
-comparisons with their intervals after Holm's correction, and the detailed tables.
+probing tasks and their controls, the calibrations, the declared rule and its history, each model's reading
+of each task, version 4's comparisons on the shipped model, and the detailed tables.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import numpy as np
 
 from ..lesson import Markdown, evidence_claims, found, lesson_claims, paragraphs
 from ..notebook import glue, table
-from .ch8_probes import ANCHORS, GLOSSED, ProbeReport, calibration_table, claim_evidence, claim_rows
+from .ch8_locate import LocateReport
+from .ch8_probes import ANCHORS, GLOSSED, HISTORY, ProbeReport, calibration_table, minutes_between
 
-__all__ = ["ANCHORS", "GLOSSED", "ProbeReport", "calibration_table", "claim_evidence", "paragraphs"]
+__all__ = ["ANCHORS", "GLOSSED", "LocateReport", "ProbeReport", "calibration_table", "paragraphs"]
 
 CHAPTER = "08_trained"
 PROSE, RANDOM = "held-out prose", "random tokens"
@@ -229,18 +231,18 @@ def gelu_window(mlp: dict) -> str:
     return "In some blocks most inputs have left the region where GELU and ReLU differ."
 
 
-def claims(report: ProbeReport):
-    """The lesson's claims table, each row linked to its evidence."""
-    return lesson_claims(CHAPTER, claim_rows(report))
+def claims(located: LocateReport):
+    """The lesson's claims table, each row linked to its evidence (rule version 5)."""
+    return lesson_claims(CHAPTER, located.claim_rows())
 
 
-def all_claims(report: ProbeReport):
-    """The evidence page's claims table, with the reasons."""
-    return evidence_claims(claim_rows(report))
+def all_claims(located: LocateReport):
+    """The evidence page's claims table, with the reasons (rule version 5)."""
+    return evidence_claims(located.claim_rows())
 
 
-def what_we_found(lens: dict, heads: dict, unrepeated: dict, report: ProbeReport) -> Markdown:
-    """The lesson's opening: the logit lens, copying, and the source's claim."""
+def what_we_found(lens: dict, heads: dict, unrepeated: dict, located: LocateReport) -> Markdown:
+    """The lesson's opening: the logit lens, copying, and the source's claim on the new models."""
     acc = lens["accuracy"]
     half = (len(acc) - 1) // 2
     return found(
@@ -248,18 +250,31 @@ def what_we_found(lens: dict, heads: dict, unrepeated: dict, report: ProbeReport
         f"{half} through the {{term}}`logit lens`, the stream names the next token {100 * acc[half]:.0f} % of the "
         f"time, at the top {100 * acc[-1]:.0f} %.",
         copies(heads, unrepeated),
-        report.found_sentence(),
+        located.found_sentence(),
     )
 
 
-def verdicts(report: ProbeReport) -> Markdown:
-    """The lesson's task-by-task verdicts, one sentence each, linked to their evidence, and what the untrained
-    control says where it reads a task better than the trained model."""
-    said = report.sentences()
-    extra = report.untrained_words()
-    return Markdown(f"{said.text}\n\n{extra}") if extra else said
+def verdicts(located: LocateReport) -> Markdown:
+    """The lesson's task-by-task verdicts, one sentence each, linked to their evidence."""
+    return located.sentences()
 
 
-def overall(report: ProbeReport) -> Markdown:
+def overall(located: LocateReport) -> Markdown:
     """The lesson's sentence on the source's whole claim, linked to its evidence, and which rule made it."""
-    return Markdown(f"{report.overall_sentence()} {report.history_sentence()}")
+    return Markdown(f"{located.overall_sentence()} {located.history_sentence()}")
+
+
+def history(located: LocateReport, report: ProbeReport) -> Markdown:
+    """The rule's history (evidence page): version 3's and version 4's labels on the shipped model, the minutes
+    between them, and why version 5 decides."""
+    return located.history(HISTORY[3]["claim"], report.overall.label, minutes_between(3, 4))
+
+
+def v4_words(report: ProbeReport, name: str) -> Markdown:
+    """A task's reading under version 4 on the shipped model, said as what it is (evidence page)."""
+    return Markdown(f"**Version 4, on the shipped model (decides nothing).** {report.task_words(name)}")
+
+
+def claim_evidence(located: LocateReport, es: dict, n_params: int) -> Markdown:
+    """The source's whole claim under version 5, with its cautions (evidence page)."""
+    return located.claim_evidence(n_params, len(np.unique(es["prose_file"])), len(np.unique(es["code_file"])))

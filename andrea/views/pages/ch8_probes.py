@@ -1,30 +1,20 @@
-"""Chapter 8's probes in words: the source's claim that blocks specialise, task by task (``ProbeReport``).
+"""Chapter 8's probes under rule version 4, on the shipped model (``ProbeReport``): the evidence page's record.
 
-This module does not import ``andrea.trained`` (the views sit below it in the package's layers): the probes'
-rule arrives as an argument, the module ``andrea.trained.probes``, with the stored results it decided. The
-lesson gives one plain sentence per verdict (``sentences``, ``overall_sentence``); the evidence page the
-tasks, the calibrations, the declared rule and its history, and every comparison with its interval after
-Holm's correction.
+Version 4 was written after version 3's result on this same model, so it decides nothing; the chapter's
+verdicts come from version 5 on two new models (``ch8_locate``). This module keeps what version 4 measured
+(the tasks, the bands, the calibrations, every comparison with its interval after Holm's correction), the
+rule's history (``HISTORY``) and the words both versions share (``ANCHORS``, ``CLAIMS``, ``BLOCKS``,
+``label_md``). It does not import ``andrea.trained`` (the views sit below it in the package's layers): the
+rule arrives as an argument, the module ``andrea.trained.probes``, with the stored results it decided.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..lesson import Markdown, paragraphs
-from ..notebook import Claim, table
+from ..notebook import table
 
-# How the tasks' labels make the whole claim's label (the rule of ``probes.decide_claim``), said per label
-RULE_WORDS = {
-    "confirmed": "every task sits in its band",
-    "qualified": "some tasks sit in their bands and others show the opposite",
-    "not reproduced": "no task sits in its band and at least one is read better in another band than in its own, "
-    "even a qualified one; undecided or untestable tasks cannot change that",
-    "not testable": "no task could be tested",
-    "inconclusive": "no task shows the opposite but not every one sits in its band",
-}
 ANCHORS = {
     "position": "ev-ch8-position",
     "syntax (lexical)": "ev-ch8-syntax-lexical",
@@ -43,13 +33,6 @@ CLAIMS = {
 }
 BLOCKS = {"early": "blocks 1–3", "middle": "blocks 4–8", "late": "blocks 9–12"}
 UNITS = {"token": "token id", "previous": "token before", "position": "position", "file": "file"}
-# What each calibration's property is, in a phrase.
-CALIBRATION_WORDS = {
-    "current token": "the current token's own category",
-    "planted": "a bit planted by block 4",
-    "next token": "the next token's category",
-}
-
 
 # The probe rule's history, from the commits that made it (tests/test_pages_ch8.py checks them against git):
 # version 3's outcome on the shipped model, then version 4's declaration on the same model and evaluation set.
@@ -66,17 +49,13 @@ def minutes_between(version_a: int, version_b: int) -> float:
     return (at[version_b] - at[version_a]).total_seconds() / 60
 
 
-# The verdict labels that book/glossary.md defines ("qualified": glossary-ch13.md, merged with these chapters)
-GLOSSED = ("inconclusive", "qualified", "not testable", "depends on the machine")
+# The verdict labels that book/glossary.md defines, each a link to its entry where chapter 8 prints it
+GLOSSED = ("confirmed", "not reproduced", "inconclusive", "qualified", "not testable", "depends on the machine")
 
 
 def label_md(label: str) -> str:
     """A verdict label as the lesson prints it (MyST): a glossary link where the glossary defines it, else bold."""
     return f"{{term}}`{label}`" if label in GLOSSED else f"**{label}**"
-
-
-def _evidence(name: str) -> str:
-    return f"{{ref}}`evidence <{ANCHORS[name]}>`"
 
 
 def _cap(s: str) -> str:
@@ -95,7 +74,7 @@ def _and(items: list[str]) -> str:
 
 
 class ProbeReport:
-    """The probes' stored results and their verdicts, in the chapter's words.
+    """Version 4's stored results on the shipped model and their verdicts (they decide nothing), in words.
 
     ``rule`` is ``andrea.trained.probes`` (its tasks, bands, calibrations and ``decide_claim``), ``found``
     the stored ``probes.run_probes`` results, ``decided`` ``probes.decide_all(found)``."""
@@ -126,151 +105,6 @@ class ProbeReport:
     def calibrations(self) -> dict:
         """Each band's calibration label."""
         return {b: self.decided[n][0].label for b, n in self.rule.CALIBRATIONS.items()}
-
-    # the lesson
-    def verdict_sentence(self, name: str) -> str:
-        """What the probes found for a task decided in its band, in plain words with its numbers (no label;
-        ``sentences`` adds it): where it is read better or worse than in its predicted blocks."""
-        b = self.tasks[name].band
-        v, regimes = self.decided[name]
-        tr = self.band(name)
-        if v.label == "confirmed":
-            return (
-                f"read best there ({tr[b]:.2f}), more clearly than in the untrained model, and better than its "
-                "control task"
-            )
-        above: list[str] = []
-        below: list[str] = []
-        unclear: list[str] = []
-        for other in BLOCKS:
-            r = regimes.get(f"{b} over {other}")
-            if r is not None:
-                where = f"{BLOCKS[other]} ({tr[other]:.2f})"
-                {"confirmed": above, "not reproduced": below}.get(r.label, unclear).append(where)
-        parts = []
-        if above:
-            parts.append(f"read better there ({tr[b]:.2f}) than in {' and '.join(above)}")
-        if below:
-            parts.append(f"{'but ' if above else f'read at {tr[b]:.2f} there, '}lower than in {' and '.join(below)}")
-        if unclear:
-            at = "" if parts else f" ({tr[b]:.2f})"
-            parts.append(f"{'and ' if parts else ''}not clearly better there{at} than in {' and '.join(unclear)}")
-        if not parts:
-            training = [k for k, r in regimes.items() if k.startswith("training") and r.label != "confirmed"]
-            control = regimes.get("above its control")
-            if training:
-                parts.append(f"read best there ({tr[b]:.2f}), but not clearly more than in the untrained model")
-            elif control is not None and control.label != "confirmed":
-                parts.append(f"read best there ({tr[b]:.2f}), but not clearly better than its control task")
-        return ", ".join(parts)
-
-    def sentences(self) -> Markdown:
-        """The lesson's verdicts, one sentence per claim: its label (a glossary link where the glossary defines
-        it) and a link to its evidence section; the tasks of a band whose calibration failed share one
-        sentence."""
-        lines = []
-        untestable: dict[str, list] = {}
-        for t in self.claim_tasks:
-            if self.decided[t.name][0].label == "not testable":
-                untestable.setdefault(t.band, []).append(t)
-        for band, tasks in untestable.items():
-            named = [f"**{_cap(t.name) if i == 0 else t.name}** ({_evidence(t.name)})" for i, t in enumerate(tasks)]
-            cal = self.rule.CALIBRATIONS.get(band, "")
-            said = f"- {_and(named)}, predicted for {BLOCKS[band]}, {'are' if len(tasks) > 1 else 'is'} "
-            said += f"{label_md('not testable')}: the probes could not place even {CALIBRATION_WORDS.get(cal, cal)}, "
-            lines.append(said + f"a known answer, there, so they cannot place anything in {BLOCKS[band]}.")
-        for t in self.claim_tasks:
-            v = self.decided[t.name][0]
-            if v.label == "not testable":
-                continue
-            lines.append(
-                f"- **{_cap(t.name)}** ({_evidence(t.name)}), predicted for {BLOCKS[t.band]}, is "
-                f"{label_md(v.label)}: {self.verdict_sentence(t.name)}."
-            )
-        return Markdown("\n".join(lines))
-
-    def untrained_words(self) -> str:
-        """A sentence on the tasks the untrained model reads better than the trained one in their predicted band
-        (empty if none): the control then says the architecture, not training, put the property there."""
-        names, numbers = [], []
-        for t in self.claim_tasks:
-            tr, un = self.band(t.name)[t.band], self.band(t.name, "untrained")[t.band]
-            if un > tr:
-                names.append(t.name)
-                numbers.append(f"{un:.2f} against {tr:.2f} in {BLOCKS[t.band]}")
-        if not names:
-            return ""
-        return (
-            f"The untrained model reads {_and(names)} better than the trained one ({'; '.join(numbers)}): that comes "
-            "with the architecture, not from training."
-        )
-
-    def against_words(self, name: str) -> str:
-        """How a task went against the prediction, in a phrase: read better in other blocks, or not made by
-        training, or not above its control."""
-        b = self.tasks[name].band
-        v, regimes = self.decided[name]
-        lower = [o for o in BLOCKS if getattr(regimes.get(f"{b} over {o}"), "label", "") == "not reproduced"]
-        if lower:
-            return f"read better in {' and '.join(BLOCKS[o] for o in lower)} than in its predicted {BLOCKS[b]}"
-        if any(k.startswith("training") and r.label == "not reproduced" for k, r in regimes.items()):
-            return "put in its predicted blocks less by training than by the architecture"
-        return "read no better than its control task"
-
-    def overall_sentence(self) -> str:
-        """The source's whole claim, in one sentence: its label and how the tasks fell, grouped as the rule
-        (``decide_claim``) groups them."""
-        held, against, undecided, untestable = [], [], [], []
-        for t in self.claim_tasks:
-            v, regimes = self.decided[t.name]
-            if v.label == "confirmed":
-                held.append(t.name)
-            elif v.label == "not testable":
-                untestable.append(t.name)
-            elif v.label == "not reproduced" or any(r.label == "not reproduced" for r in regimes.values()):
-                against.append(t.name)
-            else:
-                undecided.append(t.name)
-        n = len(self.claim_tasks)
-        head = (
-            f"{_and(held)} sat where the source says"
-            if held
-            else f"none of the {_count(n)} tasks sat where the source says"
-        )
-        parts = [f"{k} was {self.against_words(k)}" for k in against]
-        if undecided:
-            parts.append(f"{_and(undecided)} {'was' if len(undecided) == 1 else 'were'} undecided")
-        if untestable:
-            parts.append(f"{_count(len(untestable))} could not be tested")
-        rule = RULE_WORDS.get(self.overall.label, "")
-        return (
-            f"Taken together, the source's division of labour is {label_md(self.overall.label)} in this model "
-            f"({{ref}}`evidence <{ANCHORS['the claim']}>`): {head}" + (f"; {_and(parts)}." if parts else ".")
-        ) + (f" The rule gives that label when {rule}." if rule else "")
-
-    def found_sentence(self) -> str:
-        """The probes' verdict for "What we found", with the number that weighs most against (or for) it."""
-        o = self.overall
-        said = "The source's claim that blocks specialise in order (syntax first, meaning last) is " + (
-            label_md(o.label) if o.label in GLOSSED else f"{{doc}}`{o.label} <checking>`"
-        )
-        against = [
-            t
-            for t in self.claim_tasks
-            if self.decided[t.name][0].label in ("not reproduced", "qualified")
-            and any(r.label == "not reproduced" for r in self.decided[t.name][1].values())
-        ]
-        if against:
-            t = against[0]
-            tr = self.band(t.name)
-            top = max(tr, key=lambda k: tr[k])
-            said += (
-                f" in this model: {t.name}, predicted for {BLOCKS[t.band]}, is read best in {BLOCKS[top]} "
-                f"({tr[top]:.2f} against {tr[t.band]:.2f}, in accuracy)"
-            )
-        elif o.label == "confirmed":
-            said += " in this model: every task is read best in its predicted blocks, and training put it there"
-        return said + "."
 
     # the evidence page
     def tasks_table(self):
@@ -374,9 +208,9 @@ class ProbeReport:
         """The declared rule, with its settings from the rule's module."""
         r = self.rule
         return paragraphs(
-            "**The rule.** For each task and probe seed, average the balanced accuracy (the mean recall over the "
-            "labels, so that guessing the commonest label scores one over their number) over the boundaries of "
-            f"each band (boundary 0, the embeddings, belongs to none). The task lives where the source says if, "
+            "**The rule (version 4).** For each task and probe seed, average the balanced accuracy (the mean recall "
+            "over the labels, so that guessing the commonest label scores one over their number) over the boundaries "
+            f"of each band (boundary 0, the embeddings, belongs to none). The task lives where the source says if, "
             f"over {r.PROBE_SEEDS} probe seeds, three things hold, each by more than {r.MARGIN} in balanced "
             "accuracy: its predicted band beats each other band; that lead is larger in the trained model than in "
             "the untrained one (training's lead: training, not the architecture, made it); and the task beats its "
@@ -399,33 +233,6 @@ class ProbeReport:
             "planted its calibration bit at boundaries 4-8 only, so that it could not fail.",
         )
 
-    def history_words(self, share: float) -> Markdown:
-        """When this version was written, what version 3 had said, and which version will decide (evidence page);
-        ``share``: the share of a probe's rise that locates it under version 5 (``locate.SHARE``)."""
-        v3, v4 = HISTORY[3], HISTORY[4]
-        return paragraphs(
-            f"Version 3 gave the source's whole claim **{v3['claim']}** on this model (commit `{v3['commit']}`). "
-            f"Version {self.rule.RULE_VERSION} was committed {minutes_between(3, 4):.0f} minutes later (commit "
-            f"`{v4['commit']}`), after that result, on the same trained model and the same evaluation set; only its "
-            f"probe seeds were new. Its label, **{self.overall.label}**, is the one these pages print, so it comes "
-            "from a rule written after this model's readings had been seen: by the book's own standard it decides "
-            "nothing on them.",
-            "Version 5 (`andrea/trained/locate.py`) was declared before the models it decides on were trained. It "
-            f"locates where a block *adds* a label (the first boundary at which a probe reaches {share:.0%} of its "
-            "rise from the embeddings), not where the label is still readable; it has a calibration that this "
-            "statistic can pass in each band; and it decides on two newly trained models, not on this one, whose "
-            "readings every earlier version saw. Its verdicts will replace these once both models are trained and "
-            "probed.",
-        )
-
-    def history_sentence(self) -> str:
-        """The lesson's one sentence on the rule's history, linked to the evidence page."""
-        return (
-            f"These labels come from version {self.rule.RULE_VERSION} of the probes' rule, written after version 3's "
-            "result on this same model; a version fixed before its two new models were trained is waiting for them "
-            "({ref}`the rule's history <ev-ch8-rule>`)."
-        )
-
     def planted_words(self) -> str:
         """How the middle calibration is planted."""
         p = self.rule.PLANT
@@ -438,37 +245,6 @@ class ProbeReport:
             "the rule, not the model: can the rule place in the middle band a property that appears there and is "
             "then carried on?"
         )
-
-
-def claim_rows(report: ProbeReport) -> list[Claim]:
-    """The chapter's claims: one per probing task, then the source's whole claim."""
-    r = report.rule
-    rows = []
-    for t in report.claim_tasks:
-        v, _ = report.decided[t.name]
-        b = report.band(t.name)
-        rows.append(
-            Claim(
-                CLAIMS.get(t.name, f"The {t.band} blocks carry {t.name}."),
-                "accuracy early / middle / late: " + " / ".join(f"{x:.2f}" for x in b.values()),
-                v,
-                "linear probes, trained model against the untrained one and a control task, "
-                f"{r.PROBE_SEEDS} fresh probe seeds",
-                anchor=ANCHORS.get(t.name, ANCHORS["the claim"]),
-            )
-        )
-    rows.append(
-        Claim(
-            "Layers specialise in this order, and training, not the architecture, makes them so.",
-            "the five tasks together; calibrations: "
-            + ", ".join(f"{b} {lab}" for b, lab in report.calibrations().items()),
-            report.overall,
-            "every task must sit in its band by more than the untrained model's contrast and beat its control "
-            "there; a band's calibration must pass for its tasks to count",
-            anchor=ANCHORS["the claim"],
-        )
-    )
-    return rows
 
 
 def calibration_table(report: ProbeReport):
@@ -485,25 +261,3 @@ def calibration_table(report: ProbeReport):
                 }
             )
     return table(rows, list(rows[0]))
-
-
-def claim_evidence(report: ProbeReport, es: dict, log: dict, n_params: int) -> Markdown:
-    """The source's whole claim: its label and reason, and the four cautions that keep it to its size."""
-    o = report.overall
-    n_pages = len(np.unique(es["prose_file"]))
-    n_modules = len(np.unique(es["code_file"]))
-    return paragraphs(
-        f"{report.overall_sentence()} The rule's reason: {o.label}, {o.reason}. Calibrations: "
-        + ", ".join(f"{b} {lab}" for b, lab in report.calibrations().items())
-        + ".",
-        "Four cautions keep the verdict to its size. This is one trained model of "
-        f"{n_params / 1e6:.1f} million parameters, not ANDREA-120M, and the probe seeds vary the probes and the "
-        f"split of the {n_pages} held-out pages whose windows the probes read (of the "
-        f"{log['corpus']['val']['files']} held out) and {n_modules} modules, not the training run, so the verdict "
-        "is about this model on this text. The labels are proxies the text provides: Python's token types and a "
-        "name's neighbour for syntax, brackets for phrase structure, the manual for meaning. A linear probe finds "
-        'what is *linearly* available; a property held in another form is missed. And "carries" had to be made a '
-        "number, the band with the highest mean accuracy; a residual stream keeps what it was given, so a property "
-        "written early can stay readable to the top, and another choice, such as the first boundary where a probe "
-        "nears its best, could order the tasks differently.",
-    )
