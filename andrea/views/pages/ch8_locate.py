@@ -39,11 +39,13 @@ def _where(readings: list) -> str:
     """Where the deciding models place a task, said once when they agree."""
     places = {r.boundary for r in readings}
     if places == {None}:
-        return f"no rise to place on {'either' if len(readings) == 2 else 'any'} model"
+        return f"no rise above the embeddings on {'either' if len(readings) == 2 else 'any'} model"
     if len(places) == 1:
         return (
             f"{_at(readings[0])} on {'both' if len(readings) == 2 else 'every'} model{'s' if len(readings) > 1 else ''}"
         )
+    if len(readings) == 2:
+        return f"{_at(readings[0])} in one and {_at(readings[1])} in the other"
     return " and ".join(_at(r) for r in readings)
 
 
@@ -163,10 +165,22 @@ class LocateReport:
             )
         elif v.label == "not testable":
             said = f"could not be placed: the {task.band} calibration was not found in {BLOCKS[task.band]}"
+        elif v.label == "depends on the machine":
+            said = "is placed differently on the two machines, so it stays undecided"
         elif len({r.label for r in rs}) > 1:
             said = f"is placed differently by the two models ({where}), so it stays undecided"
+        elif all(r.rise <= 0 for r in rs):
+            said = "is read best at the embeddings themselves: no block adds it, so it cannot be placed"
         elif all(r.rise < self.rule.MARGIN for r in rs):
-            said = "is as readable at the embeddings as anywhere above them: no block adds it, so it cannot be placed"
+            said = "gains almost nothing above the embeddings: no block adds it, so it cannot be placed"
+        elif all("beats its control" in r.reason for r in rs):
+            unit = UNITS[task.control]
+            said = (
+                f"stays undecided: where the probes place it ({where}), they read its control task (a random "
+                f"label for each {unit}) better, so they may be reading the {unit}s rather than the property"
+            )
+        elif all("training adds" in r.reason for r in rs):
+            said = "stays undecided: the untrained model shows the same rise, so training did not add it"
         else:
             said = "stays undecided: a check that the probes read something training added failed"
         return f"{subject} {said}: {label_md(v.label)} {ref}."
@@ -241,7 +255,9 @@ class LocateReport:
         )
         rows = []
         for name in self.rule.CLAIM_TASKS:
-            measured = f"{_share(self.rule)} of the rise made at {_where([m[name] for m in self.per_model])}"
+            measured = (
+                f"where the probes make {_share(self.rule)} of their rise: {_where([m[name] for m in self.per_model])}"
+            )
             if self.shipped is not None:
                 measured += f"; shipped model (decides nothing): {_at(self.shipped[name])}"
             rows.append(
