@@ -56,7 +56,11 @@ def test_every_task_sits_in_its_band_and_the_words_say_so():
 def test_a_task_added_elsewhere_is_not_reproduced_and_named_where():
     r = _report(_model({"phrase structure": 10}), _model({"phrase structure": 11}))
     said = r.sentence("phrase structure")
-    assert "{term}`not reproduced`" in said and "late blocks" in said and "block 10 (late) in one and block 11 (late) in the other" in said
+    assert (
+        "{term}`not reproduced`" in said
+        and "late blocks" in said
+        and "block 10 (late) in one and block 11 (late) in the other" in said
+    )
 
 
 def test_models_that_disagree_leave_a_task_undecided():

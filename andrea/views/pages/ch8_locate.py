@@ -154,14 +154,13 @@ class LocateReport:
         ref = f"({{ref}}`evidence <{ANCHORS.get(name, ANCHORS['the claim'])}>`)"
         if v.label == "confirmed":
             said = (
-                f"is added in {BLOCKS[task.band]}, as the source says: the probes make {_share(self.rule)} of their "
-                f"rise at {where}"
+                f"is added in {BLOCKS[task.band]}, as the source says: {_share(self.rule)} of the rise comes at {where}"
             )
         elif v.label == "not reproduced":
             bands = sorted({_band(r.boundary) for r in rs if r.boundary is not None})
             said = (
                 f"is added in the {' and '.join(bands)} blocks, not in {BLOCKS[task.band]} as the source says: "
-                f"the probes make {_share(self.rule)} of their rise at {where}"
+                f"{_share(self.rule)} of the rise comes at {where}"
             )
         elif v.label == "not testable":
             said = f"could not be placed: the {task.band} calibration was not found in {BLOCKS[task.band]}"
@@ -201,8 +200,9 @@ class LocateReport:
             )
         return held, against, undecided, untestable
 
-    def overall_sentence(self) -> str:
-        """The source's whole claim on the new models, in one sentence, as the rule groups the tasks."""
+    def overall_sentence(self, rule_words: bool = True) -> str:
+        """The source's whole claim on the new models, in one sentence, as the rule groups the tasks (with
+        ``rule_words``, a second sentence saying when the rule gives that label)."""
         held, against, undecided, untestable = self._grouped()
         n = len(self.rule.CLAIM_TASKS)
         parts = [f"{_and(held)} {'is' if len(held) == 1 else 'are'} added where the source says" if held else ""]
@@ -218,15 +218,14 @@ class LocateReport:
         return (
             f"Taken together, on the {_count(len(self.per_model))} new models the source's division of labour is "
             f"{label_md(self.overall.label)} ({{ref}}`evidence <{ANCHORS['the claim']}>`): {_and(parts)}."
-            + (f" The rule gives that label when {rule}." if rule and self.overall.label != "confirmed" else "")
+            + (f" The rule gives that label when {rule}." if rule_words and self.overall.label != "confirmed" else "")
         )
 
     def history_sentence(self) -> str:
         """The lesson's one sentence on which rule decides, linked to the rule's history."""
         return (
-            "These verdicts come from a version of the rule fixed before the new models were trained; an earlier "
-            "version was changed after its result on the shipped model, whose readings are shown and decide "
-            "nothing ({ref}`the rule's history <ev-ch8-rule>`)."
+            "These verdicts come from a rule fixed before the new models were trained; an earlier one, changed "
+            "after its result on this model, decides nothing ({ref}`the rule's history <ev-ch8-rule>`)."
         )
 
     def found_sentence(self) -> str:
@@ -255,11 +254,7 @@ class LocateReport:
         )
         rows = []
         for name in self.rule.CLAIM_TASKS:
-            measured = (
-                f"where the probes make {_share(self.rule)} of their rise: {_where([m[name] for m in self.per_model])}"
-            )
-            if self.shipped is not None:
-                measured += f"; shipped model (decides nothing): {_at(self.shipped[name])}"
+            measured = f"{_share(self.rule)} of the rise: {_where([m[name] for m in self.per_model])}"
             rows.append(
                 Claim(CLAIMS[name], measured, self.verdicts[name], how, anchor=ANCHORS.get(name, ANCHORS["the claim"]))
             )
