@@ -56,7 +56,11 @@ def test_every_task_sits_in_its_band_and_the_words_say_so():
 def test_a_task_added_elsewhere_is_not_reproduced_and_named_where():
     r = _report(_model({"phrase structure": 10}), _model({"phrase structure": 11}))
     said = r.sentence("phrase structure")
-    assert "{term}`not reproduced`" in said and "late blocks" in said and "block 10 (late) and block 11 (late)" in said
+    assert (
+        "{term}`not reproduced`" in said
+        and "late blocks" in said
+        and "block 10 (late) in one and block 11 (late) in the other" in said
+    )
 
 
 def test_models_that_disagree_leave_a_task_undecided():
@@ -74,7 +78,14 @@ def test_a_failed_control_and_a_failed_calibration_are_said_as_such():
     m1, m2 = _model({}), _model({})
     m1["meaning"] = m2["meaning"] = untrained_too
     r = _report(m1, m2)
-    assert "check that the probes read something training added failed" in r.sentence("meaning")
+    assert "the untrained model shows the same rise, so training did not add it" in r.sentence("meaning")
+    beaten = locate.reading(meaning, _result(_curve(10), control=_curve(10, top=0.95)))  # its control reads better
+    m1["meaning"] = m2["meaning"] = beaten
+    said = _report(m1, m2).sentence("meaning")
+    assert "they read its control task (a random label for each token id) better" in said, said
+    m1["meaning"] = untrained_too  # one model fails one check, the other another
+    said = _report(m1, m2).sentence("meaning")
+    assert "a check that the probes read something training added failed" in said, said
     r = _report(_model({"planted at block 2": 10}), _model({"planted at block 2": 10}))
     said = r.sentence("position")
     assert "{term}`not testable`" in said and "early calibration" in said, said

@@ -261,7 +261,7 @@ def verdicts(located: LocateReport) -> Markdown:
 
 def overall(located: LocateReport) -> Markdown:
     """The lesson's sentence on the source's whole claim, linked to its evidence, and which rule made it."""
-    return Markdown(f"{located.overall_sentence()} {located.history_sentence()}")
+    return Markdown(f"{located.overall_sentence(rule_words=False)} {located.history_sentence()}")
 
 
 def history(located: LocateReport, report: ProbeReport) -> Markdown:

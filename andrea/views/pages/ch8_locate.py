@@ -39,11 +39,13 @@ def _where(readings: list) -> str:
     """Where the deciding models place a task, said once when they agree."""
     places = {r.boundary for r in readings}
     if places == {None}:
-        return f"no rise to place on {'either' if len(readings) == 2 else 'any'} model"
+        return f"no rise above the embeddings on {'either' if len(readings) == 2 else 'any'} model"
     if len(places) == 1:
         return (
             f"{_at(readings[0])} on {'both' if len(readings) == 2 else 'every'} model{'s' if len(readings) > 1 else ''}"
         )
+    if len(readings) == 2:
+        return f"{_at(readings[0])} in one and {_at(readings[1])} in the other"
     return " and ".join(_at(r) for r in readings)
 
 
@@ -152,21 +154,32 @@ class LocateReport:
         ref = f"({{ref}}`evidence <{ANCHORS.get(name, ANCHORS['the claim'])}>`)"
         if v.label == "confirmed":
             said = (
-                f"is added in {BLOCKS[task.band]}, as the source says: the probes make {_share(self.rule)} of their "
-                f"rise at {where}"
+                f"is added in {BLOCKS[task.band]}, as the source says: {_share(self.rule)} of the rise comes at {where}"
             )
         elif v.label == "not reproduced":
             bands = sorted({_band(r.boundary) for r in rs if r.boundary is not None})
             said = (
                 f"is added in the {' and '.join(bands)} blocks, not in {BLOCKS[task.band]} as the source says: "
-                f"the probes make {_share(self.rule)} of their rise at {where}"
+                f"{_share(self.rule)} of the rise comes at {where}"
             )
         elif v.label == "not testable":
             said = f"could not be placed: the {task.band} calibration was not found in {BLOCKS[task.band]}"
+        elif v.label == "depends on the machine":
+            said = "is placed differently on the two machines, so it stays undecided"
         elif len({r.label for r in rs}) > 1:
             said = f"is placed differently by the two models ({where}), so it stays undecided"
+        elif all(r.rise <= 0 for r in rs):
+            said = "is read best at the embeddings themselves: no block adds it, so it cannot be placed"
         elif all(r.rise < self.rule.MARGIN for r in rs):
-            said = "is as readable at the embeddings as anywhere above them: no block adds it, so it cannot be placed"
+            said = "gains almost nothing above the embeddings: no block adds it, so it cannot be placed"
+        elif all("beats its control" in r.reason for r in rs):
+            unit = UNITS[task.control]
+            said = (
+                f"stays undecided: where the probes place it ({where}), they read its control task (a random "
+                f"label for each {unit}) better, so they may be reading the {unit}s rather than the property"
+            )
+        elif all("training adds" in r.reason for r in rs):
+            said = "stays undecided: the untrained model shows the same rise, so training did not add it"
         else:
             said = "stays undecided: a check that the probes read something training added failed"
         return f"{subject} {said}: {label_md(v.label)} {ref}."
@@ -187,8 +200,9 @@ class LocateReport:
             )
         return held, against, undecided, untestable
 
-    def overall_sentence(self) -> str:
-        """The source's whole claim on the new models, in one sentence, as the rule groups the tasks."""
+    def overall_sentence(self, rule_words: bool = True) -> str:
+        """The source's whole claim on the new models, in one sentence, as the rule groups the tasks (with
+        ``rule_words``, a second sentence saying when the rule gives that label)."""
         held, against, undecided, untestable = self._grouped()
         n = len(self.rule.CLAIM_TASKS)
         parts = [f"{_and(held)} {'is' if len(held) == 1 else 'are'} added where the source says" if held else ""]
@@ -204,15 +218,14 @@ class LocateReport:
         return (
             f"Taken together, on the {_count(len(self.per_model))} new models the source's division of labour is "
             f"{label_md(self.overall.label)} ({{ref}}`evidence <{ANCHORS['the claim']}>`): {_and(parts)}."
-            + (f" The rule gives that label when {rule}." if rule and self.overall.label != "confirmed" else "")
+            + (f" The rule gives that label when {rule}." if rule_words and self.overall.label != "confirmed" else "")
         )
 
     def history_sentence(self) -> str:
         """The lesson's one sentence on which rule decides, linked to the rule's history."""
         return (
-            "These verdicts come from a version of the rule fixed before the new models were trained; an earlier "
-            "version was changed after its result on the shipped model, whose readings are shown and decide "
-            "nothing ({ref}`the rule's history <ev-ch8-rule>`)."
+            "These verdicts come from a rule fixed before the new models were trained; an earlier one, changed "
+            "after its result on this model, decides nothing ({ref}`the rule's history <ev-ch8-rule>`)."
         )
 
     def found_sentence(self) -> str:
@@ -241,9 +254,7 @@ class LocateReport:
         )
         rows = []
         for name in self.rule.CLAIM_TASKS:
-            measured = f"{_share(self.rule)} of the rise made at {_where([m[name] for m in self.per_model])}"
-            if self.shipped is not None:
-                measured += f"; shipped model (decides nothing): {_at(self.shipped[name])}"
+            measured = f"{_share(self.rule)} of the rise: {_where([m[name] for m in self.per_model])}"
             rows.append(
                 Claim(CLAIMS[name], measured, self.verdicts[name], how, anchor=ANCHORS.get(name, ANCHORS["the claim"]))
             )
