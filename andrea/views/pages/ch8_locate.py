@@ -175,8 +175,8 @@ class LocateReport:
         elif all("beats its control" in r.reason for r in rs):
             unit = UNITS[task.control]
             said = (
-                f"stays undecided: where the probes place it ({where}), they read its control task (a random "
-                f"label for each {unit}) better, so they may be reading the {unit}s rather than the property"
+                f"stays undecided: at {where}, where the probes place it, a random label per {unit} is read "
+                f"better, so the probes may be reading {unit}s"
             )
         elif all("training adds" in r.reason for r in rs):
             said = "stays undecided: the untrained model shows the same rise, so training did not add it"
@@ -224,8 +224,8 @@ class LocateReport:
     def history_sentence(self) -> str:
         """The lesson's one sentence on which rule decides, linked to the rule's history."""
         return (
-            "These verdicts come from a rule fixed before the new models were trained; an earlier one, changed "
-            "after its result on this model, decides nothing ({ref}`the rule's history <ev-ch8-rule>`)."
+            "The rule was fixed before the new models were trained; an earlier one, changed after its result, "
+            "decides nothing ({ref}`the rule's history <ev-ch8-rule>`)."
         )
 
     def found_sentence(self) -> str:
@@ -254,7 +254,8 @@ class LocateReport:
         )
         rows = []
         for name in self.rule.CLAIM_TASKS:
-            measured = f"{_share(self.rule)} of the rise: {_where([m[name] for m in self.per_model])}"
+            where = _where([m[name] for m in self.per_model])
+            measured = where if where.startswith("no rise") else f"placed at {where}"
             rows.append(
                 Claim(CLAIMS[name], measured, self.verdicts[name], how, anchor=ANCHORS.get(name, ANCHORS["the claim"]))
             )
