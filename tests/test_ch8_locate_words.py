@@ -128,3 +128,22 @@ def test_the_models_losses_are_said_with_their_largest_gap():
     r = _report(_model({}), _model({}))
     said = r.models_words({1: 3.301, 2: 3.295, "shipped": 3.300})
     assert "3.301 (seed 1) and 3.295 (seed 2)" in said and "at 3.300" in said and "0.006 apart" in said, said
+
+
+def test_a_place_its_control_task_shares_is_said_with_that_caveat():
+    """Reviewer's point on contextual syntax: a task whose control task rises as much as it does may be placed
+    where the control's unit becomes readable; the sentence says so, and does not where the control stays flat."""
+    name = "phrase structure"
+    task = next(t for t in locate.tasks() if t.name == name)
+    found = {t.name: _result(_curve(BAND_AT[t.band])) for t in locate.tasks()}
+    found[name] = _result(
+        _curve(6, top=0.9), control=_curve(6, top=0.6)
+    )  # the control rises less (+0.1, the task +0.4)
+    flat = LocateReport.from_found(locate, [found, found])
+    assert "rises as much" not in flat.sentence(name)
+    found[name] = _result(_curve(6, top=0.9), control=np.where(np.arange(13) >= 6, 0.85, 0.40))  # +0.45
+    shared = LocateReport.from_found(locate, [found, found])
+    assert shared.verdicts[name].label == "confirmed" and task.band == "middle"
+    assert "its control task (a random label per token id) rises as much" in shared.sentence(name), shared.sentence(
+        name
+    )

@@ -54,7 +54,12 @@ def _located(rng):
     from andrea.trained import locate
 
     def found():
-        return {t.name: {"trained": {"task": rng.uniform(0.3, 0.9, (5, 13))}} for t in locate.tasks()}
+        def acc():
+            return rng.uniform(0.3, 0.9, (5, 13))
+
+        return {
+            t.name: {"trained": {"task": acc(), "control": acc()}, "untrained": {"task": acc()}} for t in locate.tasks()
+        }
 
     return figures.located_figure([found() for _ in locate.MODEL_SEEDS], found())
 

@@ -235,9 +235,10 @@ def located_figure(models: Sequence[dict], shipped: Optional[dict] = None, seed:
         for label, found, c, ls in series:
             acc = np.asarray(found[task.name]["trained"]["task"]).mean(0)
             ax.plot(x, acc, ls=ls, color=c, lw=1.4, label=label)
-            b, _ = locate.located(acc)
-            if b is not None:
-                ax.plot([b], [acc[b]], "o", ms=6, color=c)
+            r = locate.reading(task, found[task.name])
+            if r.boundary is not None:  # hollow where one of the reading's checks failed
+                face = c if r.label != "inconclusive" else "white"
+                ax.plot([r.boundary], [acc[r.boundary]], "o", ms=6, color=c, mfc=face, mew=1.5)
         kind = "calibration: " if task.name in locate.CALIBRATIONS.values() else "predicted: "
         ax.set_title(f"{task.name}\n({kind}{task.band})", fontsize=10)
         if k % ncols == 0:
