@@ -208,7 +208,7 @@ class LocateReport:
             unit = UNITS[task.control]
             said += (
                 f"; but its control task (a random label per {unit}) rises as much, so this may place where the "
-                f"{unit} becomes readable rather than the property"
+                f"{unit} becomes readable"
             )
         return f"{subject} {said}: {label_md(v.label)} {ref}."
 
@@ -253,7 +253,7 @@ class LocateReport:
         """The lesson's one sentence on which rule decides, linked to the rule's history."""
         return (
             "The rule was fixed before the new models were trained; an earlier one, changed after its result, "
-            "decides nothing ({ref}`the rule's history <ev-ch8-rule>`)."
+            "decides nothing ({ref}`history <ev-ch8-rule>`)."
         )
 
     def found_sentence(self) -> str:
