@@ -323,7 +323,7 @@ def test_the_readmes_map_of_the_package_matches_the_tree():
     """Every module and subpackage of andrea/ is on the README's map, and the map names none that is gone."""
     readme = (ROOT / "README.md").read_text()
     block = readme[readme.index("\nandrea/ ") : readme.index("\ntests/ ")]
-    named = set(re.findall(r"\b([a-z_0-9]+\.py)\b", block)) | set(re.findall(r"\b([a-z_]+)/", block))
+    named = set(re.findall(r"\b([a-z_0-9]+\.py)\b", block)) | set(re.findall(r"\b([a-z_0-9-]+)/", block))
     files = {p.name for p in (ROOT / "andrea").rglob("*.py") if p.name != "__init__.py"}
     folders = {p.name for p in (ROOT / "andrea").rglob("*") if p.is_dir() and p.name != "__pycache__"}
     assert files - named == set(), f"modules missing from the README's map: {sorted(files - named)}"
