@@ -111,7 +111,7 @@ def test_the_rule_was_committed_before_any_model_it_decides_on_was_probed():
         return out.split()
 
     rule = git("log", "-1", "--format=%ct", "--", "andrea/trained/locate.py")
-    probed = git("log", "--diff-filter=A", "--format=%ct", "--", "andrea/results/trained/replicas/seed-*/probes*.json")
+    probed = git("log", "--diff-filter=A", "--format=%ct", "--", "andrea/results/replicas/seed-*/probes*.json")
     assert rule, "locate.py has no commit"
     assert probed, "no new model's probes are committed"
     assert int(rule[0]) < min(map(int, probed)), "locate.py changed after a new model's probes were committed"

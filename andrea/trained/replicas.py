@@ -31,7 +31,7 @@ from ..files import atomic_write_text
 from ..model.transformer import Andrea
 from . import locate, model, probes
 
-REPLICAS = model.RESULTS / "replicas"
+REPLICAS = model.RESULTS.parent / "replicas"  # beside the shipped model's folder, which a retrain swaps whole
 
 
 def folder(seed: int) -> Path:
