@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ..lesson import Markdown, paragraphs
 from ..notebook import Claim, Table, table
-from .ch8_probes import ANCHORS, BLOCKS, CLAIMS, UNITS, _and, _cap, _count, label_md
+from .ch8_probes import ANCHORS, BLOCKS, CLAIMS, UNITS, _and, _cap, _count, label_md, tasks_table
 
 # The source's words for what each task reads, as a sentence's subject.
 SUBJECTS = {
@@ -28,25 +28,24 @@ SUBJECTS = {
 }
 
 
-def _at(r: Any) -> str:
-    """Where a reading locates its rise: "block 5 (middle)", or why it does not."""
+def _at(r: Any, band_of: Any) -> str:
+    """Where a reading locates its rise: "block 5 (middle)", or why it does not (``band_of``: the rule's)."""
     if r.boundary is None:
         return "no rise"
-    return f"block {r.boundary} ({_band(r.boundary)})"
+    return f"block {r.boundary} ({band_of(r.boundary)})"
 
 
-def _where(readings: list) -> str:
+def _where(readings: list, band_of: Any) -> str:
     """Where the deciding models place a task, said once when they agree."""
     places = {r.boundary for r in readings}
     if places == {None}:
         return f"no rise above the embeddings on {'either' if len(readings) == 2 else 'any'} model"
     if len(places) == 1:
-        return (
-            f"{_at(readings[0])} on {'both' if len(readings) == 2 else 'every'} model{'s' if len(readings) > 1 else ''}"
-        )
+        n = len(readings)
+        return f"{_at(readings[0], band_of)} on {'both' if n == 2 else 'every'} model{'s' if n > 1 else ''}"
     if len(readings) == 2:
-        return f"{_at(readings[0])} in one and {_at(readings[1])} in the other"
-    return " and ".join(_at(r) for r in readings)
+        return f"{_at(readings[0], band_of)} in one and {_at(readings[1], band_of)} in the other"
+    return " and ".join(_at(r, band_of) for r in readings)
 
 
 # How the tasks' labels make the whole claim's label under version 5 (``probes.decide_claim``), per label.
@@ -62,13 +61,6 @@ RULE_WORDS_5 = {
 
 def _share(rule: Any) -> str:
     return f"{100 * rule.SHARE:.0f} %"
-
-
-def _band(boundary: int) -> str:
-    for band, blocks in {"early": range(1, 4), "middle": range(4, 9), "late": range(9, 13)}.items():
-        if boundary in blocks:
-            return band
-    raise ValueError(f"a block boundary is 1..12, got {boundary}")
 
 
 @dataclass(frozen=True)
@@ -140,14 +132,16 @@ class LocateReport:
             row = {"task": t.name, "predicted": f"{t.band} ({BLOCKS[t.band]})"}
             for i, (seed, m) in enumerate(zip(self.rule.MODEL_SEEDS, self.per_model)):
                 r = m[t.name]
-                row[f"model seed {seed}"] = f"{_at(r)}: {r.label}"
+                row[f"model seed {seed}"] = f"{_at(r, self.rule.band_of)}: {r.label}"
                 if self.second is not None:
                     o = self.second[i][t.name]
                     same = (o.boundary, o.label) == (r.boundary, r.label)
-                    row[f"model seed {seed}"] += "; second CPU: " + ("the same" if same else f"{_at(o)}: {o.label}")
+                    row[f"model seed {seed}"] += "; second CPU: " + (
+                        "the same" if same else f"{_at(o, self.rule.band_of)}: {o.label}"
+                    )
             if self.shipped is not None:
                 r = self.shipped[t.name]
-                row["shipped model (decides nothing)"] = f"{_at(r)}: {r.label}"
+                row["shipped model (decides nothing)"] = f"{_at(r, self.rule.band_of)}: {r.label}"
             row["verdict"] = self.verdicts[t.name].label
             rows.append(row)
         return table(rows, list(rows[0]))
@@ -171,7 +165,7 @@ class LocateReport:
         task = next(t for t in self.rule.tasks() if t.name == name)
         v = self.verdicts[name]
         rs = [m[name] for m in self.per_model]
-        where = _where(rs)
+        where = _where(rs, self.rule.band_of)
         subject = SUBJECTS.get(name, name[:1].upper() + name[1:])
         ref = f"({{ref}}`evidence <{ANCHORS.get(name, ANCHORS['the claim'])}>`)"
         if v.label == "confirmed":
@@ -179,7 +173,7 @@ class LocateReport:
                 f"is added in {BLOCKS[task.band]}, as the source says: {_share(self.rule)} of the rise comes at {where}"
             )
         elif v.label == "not reproduced":
-            bands = sorted({_band(r.boundary) for r in rs if r.boundary is not None})
+            bands = sorted({self.rule.band_of(r.boundary) for r in rs if r.boundary is not None})
             said = (
                 f"is added in the {' and '.join(bands)} blocks, not in {BLOCKS[task.band]} as the source says: "
                 f"{_share(self.rule)} of the rise comes at {where}"
@@ -266,7 +260,7 @@ class LocateReport:
         if against:
             name = against[0]
             task = next(t for t in self.rule.tasks() if t.name == name)
-            at = _where([m[name] for m in self.per_model])
+            at = _where([m[name] for m in self.per_model], self.rule.band_of)
             said += f": {name}, predicted for {BLOCKS[task.band]}, is added at {at}"
         elif self.overall.label == "confirmed":
             said += ": each property is added in the blocks the source names"
@@ -283,7 +277,7 @@ class LocateReport:
         rows = []
         for name in self.rule.CLAIM_TASKS:
             rs = [m[name] for m in self.per_model]
-            where = _where(rs)
+            where = _where(rs, self.rule.band_of)
             if all(r.label == "inconclusive" and r.boundary is not None for r in rs):
                 measured = f"not placed: at {where} a check failed"
             else:
@@ -320,18 +314,7 @@ class LocateReport:
 
     def tasks_table(self) -> Table:
         """Version 5's tasks: their text, labels, control unit and the band the source (or a calibration) gives."""
-        cal = set(self.rule.CALIBRATIONS.values())
-        rows = [
-            {
-                "task": t.name,
-                "text": "held-out manuals" if t.text == "prose" else "standard-library code",
-                "labels": ", ".join(t.classes),
-                "control's unit": UNITS[t.control],
-                "band": t.band + (" (calibration)" if t.name in cal else " (the source)"),
-            }
-            for t in self.rule.tasks()
-        ]
-        return table(rows, list(rows[0]))
+        return tasks_table(self.rule.tasks(), self.rule.CALIBRATIONS)
 
     def rule_words(self, plant: dict, probe_seeds: int) -> Markdown:
         """Version 5, declared: the statistic, the calibrations, the controls and how the models and machines
@@ -403,8 +386,9 @@ class LocateReport:
             f"Version 5 was committed before either of the {_count(n)} models it decides on was trained (training "
             f"seeds {_and([str(x) for x in self.rule.MODEL_SEEDS])}). It locates where a block adds a label (the first "
             f"block boundary at which a probe reaches {_share(self.rule)} of its rise from the embeddings), "
-            "not where the label is still readable; its calibrations are a bit planted at block 2 and at block 6 "
-            "and the next token, one per band; and a task's label stands only where every new model gives it, on "
+            "not where the label is still readable; its calibrations are a bit planted at "
+            + " and at ".join(f"block {b}" for b in self.rule.PLANTS)
+            + " and the next token, one per band; and a task's label stands only where every new model gives it, on "
             "this machine and on the emulated second CPU. "
             f"Its verdict on the claim: **{self.overall.label}**. The shipped model's readings are shown beside "
             "them and decide nothing.",

@@ -73,6 +73,23 @@ def _and(items: list[str]) -> str:
 # --- the probes ------------------------------------------------------------------------------------
 
 
+def tasks_table(tasks, calibrations: dict):
+    """A rule's probing tasks: their text, labels, control unit and the band the source (or a calibration,
+    ``calibrations``: band -> task name) gives them."""
+    cal = set(calibrations.values())
+    rows = [
+        {
+            "task": t.name,
+            "text": "held-out manuals" if t.text == "prose" else "standard-library code",
+            "labels": ", ".join(t.classes),
+            "control's unit": UNITS[t.control],
+            "band": t.band + (" (calibration)" if t.name in cal else " (the source)"),
+        }
+        for t in tasks
+    ]
+    return table(rows, list(rows[0]))
+
+
 class ProbeReport:
     """Version 4's stored results on the shipped model and their verdicts (they decide nothing), in words.
 
@@ -109,20 +126,7 @@ class ProbeReport:
     # the evidence page
     def tasks_table(self):
         """The tasks, their text, labels, controls and bands."""
-        cal = set(self.rule.CALIBRATIONS.values())
-        return table(
-            [
-                {
-                    "task": t.name,
-                    "text": "held-out manuals" if t.text == "prose" else "standard-library code",
-                    "labels": ", ".join(t.classes),
-                    "control's unit": UNITS[t.control],
-                    "band": t.band + (" (calibration)" if t.name in cal else " (the source)"),
-                }
-                for t in self.rule.TASKS
-            ],
-            ["task", "text", "labels", "control's unit", "band"],
-        )
+        return tasks_table(self.rule.TASKS, self.rule.CALIBRATIONS)
 
     def bands_table(self):
         """Per task: mean accuracy per band, the untrained model's and the control's in the predicted band,
