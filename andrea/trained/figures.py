@@ -251,9 +251,15 @@ def located_figure(models: Sequence[dict], shipped: Optional[dict] = None, seed:
         ax.locator_params(axis="y", nbins=4)
     for ax in axes.ravel()[len(tasks) :]:
         fig.delaxes(ax)
+    from matplotlib.lines import Line2D
+
     handles, labels = axes[0][0].get_legend_handles_labels()
+    share = f"{100 * locate.SHARE:.0f} % of the rise"
+    dot = dict(marker="o", ls="", color="#444444", ms=6, mew=1.5)
+    handles += [Line2D([], [], **dot), Line2D([], [], mfc="white", **dot)]
+    labels += [share, "a check failed"]
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False, bbox_to_anchor=(0.5, 0.02))
     n = np.asarray(models[0][tasks[0].name]["trained"]["task"]).shape[0]
     provenance(fig, "cpu", seed, f"{len(models)} new models and the shipped one, {n} probe seeds each")
-    fig.tight_layout(rect=(0, 0.09, 1, 1), h_pad=1.2)
+    fig.tight_layout(rect=(0, 0.13, 1, 1), h_pad=1.2)
     return fig
