@@ -260,8 +260,9 @@ def verdicts(located: LocateReport) -> Markdown:
 
 
 def overall(located: LocateReport) -> Markdown:
-    """The lesson's sentence on the source's whole claim, linked to its evidence, and which rule made it."""
-    return Markdown(f"{located.overall_sentence(rule_words=False)} {located.history_sentence()}")
+    """The lesson's sentence on the source's whole claim, linked to its evidence (the rule and its history are on
+    the evidence page)."""
+    return Markdown(located.overall_sentence(rule_words=False))
 
 
 def history(located: LocateReport, report: ProbeReport) -> Markdown:

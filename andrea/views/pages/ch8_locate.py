@@ -243,13 +243,6 @@ class LocateReport:
             + (f" The rule gives that label when {rule}." if rule_words and self.overall.label != "confirmed" else "")
         )
 
-    def history_sentence(self) -> str:
-        """The lesson's one sentence on which rule decides, linked to the rule's history."""
-        return (
-            "The rule was fixed before the new models were trained; an earlier one, changed after its result, "
-            "decides nothing ({ref}`history <ev-ch8-rule>`)."
-        )
-
     def found_sentence(self) -> str:
         """The verdict for "What we found", with where the new models add the first task that goes against."""
         said = (
