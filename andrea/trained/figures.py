@@ -255,8 +255,10 @@ def located_figure(models: Sequence[dict], shipped: Optional[dict] = None, seed:
 
     handles, labels = axes[0][0].get_legend_handles_labels()
     share = f"{100 * locate.SHARE:.0f} % of the rise"
-    dot = dict(marker="o", ls="", color="#444444", ms=6, mew=1.5)
-    handles += [Line2D([], [], **dot), Line2D([], [], mfc="white", **dot)]
+    handles += [
+        Line2D([], [], marker="o", ls="", color="#444444", ms=6, mew=1.5),
+        Line2D([], [], marker="o", ls="", color="#444444", ms=6, mew=1.5, mfc="white"),
+    ]
     labels += [share, "a check failed"]
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False, bbox_to_anchor=(0.5, 0.02))
     n = np.asarray(models[0][tasks[0].name]["trained"]["task"]).shape[0]
