@@ -486,7 +486,7 @@ TRAINING_PAGES = {
         "ch3_warmup_round3",
         "ch3_panel",
     ],
-    "book/evidence/05_gelu_evidence.html": ["ch5_activation", "ch5_activation_round2"],
+    "book/evidence/05_gelu_evidence.html": ["ch5_activation", "ch5_activation_round2", "ch5_activation_round3"],
     "book/evidence/07_layerscale_evidence.html": [
         "ch7_layerscale",
         "ch7_layerscale_round2",

@@ -157,16 +157,16 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
     "05_gelu": {
         "exact": (
             "dgelu_max dgelu_min g_3gap g_m1 g_m3 gelu0 gelu0_t gelu_hi gelu_jump gelu_lo gelu_min gelu_min_x "
-            "gpu_note max_err max_err_x pre64 pre64c pre768 rel_err relu_jump relu_said shazeer_words "
-            "std_corrected swiglu_said tr_* rounds_said"
+            "gpu_note max_err max_err_x pre64 pre64c pre768 rel_err relu_jump relu_said shazeer_said "
+            "std_corrected swiglu_said tr_* confound_said r3_steps short_said"
         ),
         "timing": "speed_ratio",
     },
     "05_gelu_evidence": {
         "exact": (
-            "cal_words confound_words det_tail det_words explore_steps gelu_hi gelu_lo main_lr other_lr "
+            "cal_words confound_words det_words explore_steps gelu_hi gelu_lo main_lr other_lr "
             "other_seeds other_words relu_verdict relu_words shazeer_gap steps swiglu_verdict swiglu_words "
-            "tanh_note r2_*"
+            "tanh_note r2_* r3_words short_said"
         ),
     },
     "06_stack": {

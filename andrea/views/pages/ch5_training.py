@@ -1,9 +1,12 @@
 """Chapter 5's training evidence: GELU against ReLU (and SwiGLU) in the stored grids, in words (``ch5``
 re-exports it).
 
-Round 1 (``ch5_activation``: six paired seeds at two initial scales, and exploratory arms) and round 2
-(``ch5_activation_round2``: five fresh seeds, the same rule, SwiGLU decided beside it): each regime's
-sentence, the lesson's one sentence per verdict, and the evidence page's paragraphs and tables.
+Round 1 (``ch5_activation``: six paired seeds at two initial scales, and exploratory arms), round 2
+(``ch5_activation_round2``: five fresh seeds, the same rule, SwiGLU decided beside it) and round 3
+(``ch5_activation_round3``: sixteen fresh seeds at the width-corrected scale only, 2,400 steps, declared
+after the review of issue 49; it decides the GELU-against-ReLU claim, and GPT-2's scale, the initialisation
+confound, decides nothing): each regime's sentence, the lesson's one sentence per verdict, and the evidence
+page's paragraphs and tables.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from ...evidence import evaluation, store, verdict
 from ..lesson import Markdown, paragraphs
 from ..notebook import Table, settings, table
 
-ROUND1, ROUND2 = "ch5_activation", "ch5_activation_round2"
-GRIDS = (ROUND1, ROUND2)
+ROUND1, ROUND2, ROUND3 = "ch5_activation", "ch5_activation_round2", "ch5_activation_round3"
+GRIDS = (ROUND1, ROUND2, ROUND3)
 SHAZEER = {"gelu_65k": 1.983, "relu_65k": 1.997, "sd": 0.005, "gelu_524k": 1.679, "relu_524k": 1.677}
 OTHER_SETTINGS = ("weight decay 0", "lr 0.001")  # round 1's exploratory arms (GPT-2's scale)
 IN_WORDS = {"weight decay 0": "without weight decay", "lr 0.001": "at the lower learning rate"}
@@ -264,23 +267,6 @@ def confound_words() -> str:
     return f"ReLU minus GELU over the last 50 training steps: {over_time}."
 
 
-def shazeer_words() -> str:
-    label = ev(ROUND1).verdict.label
-    if label == "not reproduced":
-        return 'it shows that "GELU trains better than ReLU" is not a law that holds at every scale and initialisation'
-    if label == "confirmed":
-        return "it agrees with his early-training gap in GELU's favour"
-    return "it cannot tell the two apart"
-
-
-def detectable() -> tuple[str, str]:
-    """(the smallest true difference round 2 would detect four times in five, in words; whether it showed a
-    difference of the opposite sign)."""
-    dets = [f.detectable for f in ev(ROUND2).role("decides")]
-    tail = "as it did" if ev(ROUND2).verdict.label == "not reproduced" else "and it did not"
-    return f"{min(dets):.3f} to {max(dets):.3f} nats per byte", tail
-
-
 # --- the lesson's sentences -----------------------------------------------------------------------------
 def scale_words(std: float, explain: bool = False) -> str:
     """An initial scale as a student reads it: GPT-2's, or the width-corrected one; `explain` adds what σ means
@@ -292,52 +278,6 @@ def scale_words(std: float, explain: bool = False) -> str:
     return f"the width-corrected scale (σ = {std:g}" + (
         ", GPT-2's σ raised to suit this narrower model)" if explain else ")"
     )
-
-
-def relu_sentence(explain: bool = False) -> str:
-    """Round 2's verdict on "GELU trains to a lower loss than ReLU", in one plain sentence with one number;
-    `explain` says what the initial scale it names means."""
-    e = ev(ROUND2)
-    worse = [f for f in e.role("decides") if f.verdict.label == "not reproduced"]
-    if e.verdict.label == "not reproduced" and worse:
-        f = max(worse, key=lambda f: -f.verdict.interval.mean)
-        return (
-            f"GELU did not train to a lower loss than ReLU here, against the source notes: on fresh seeds, ReLU "
-            f"ended {-f.verdict.interval.mean:.3f} nats per byte lower at "
-            f"{scale_words(f.decision.arm['init_std'], explain)}, "
-            f"so the claim is {e.verdict.label} at this scale."
-        )
-    return (
-        f"On fresh seeds, the source's claim that GELU trains to a lower loss than ReLU is {e.verdict.label}: "
-        f"{r2_words()}."
-    )
-
-
-def rounds_words() -> str:
-    """How the figure's round-1 seeds and round 2's fresh seeds agree, scale by scale, for the settings where
-    round 2 did not repeat round 1's label (empty if every setting did)."""
-    first = {f.decision.arm["init_std"]: f for f in ev(ROUND1).role("decides")}
-    parts = []
-    for f in ev(ROUND2).role("decides"):
-        std = f.decision.arm["init_std"]
-        r1 = first.get(std)
-        if r1 is None or r1.verdict.label == f.verdict.label:
-            continue
-        then = {"not reproduced": "ReLU lower", "confirmed": "GELU lower"}.get(r1.verdict.label, "no clear winner")
-        now = {"not reproduced": "ReLU lower", "confirmed": "GELU lower"}.get(
-            f.verdict.label, f"the two within the noise ({f.verdict.interval.mean:+.3f})"
-        )
-        parts.append(
-            f"at {scale_words(std)} round 1's seeds (the figure) put {then} ({r1.verdict.interval.mean:+.3f}), "
-            f"the fresh seeds put {now}"
-        )
-    if not parts:
-        return ""
-    return _cap("; ".join(parts)) + ": the verdict goes by the fresh seeds."
-
-
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:]
 
 
 def swiglu_sentence() -> str:
