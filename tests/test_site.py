@@ -532,6 +532,29 @@ def test_no_paragraph_carries_more_than_three_intervals(site, path):
     assert walls == [], f"{path}: paragraphs with more than three intervals (put them in a table or the fold): {walls}"
 
 
+_RAW_MARKUP = re.compile(r"\*\*\S|\S\*\*|\{(?:term|doc|ref|glue:text|cite)\}`")
+
+
+def _with_evidence() -> list[str]:
+    """The site's pages and the evidence pages."""
+    return site_pages() + (sorted(str(p.relative_to(SITE)) for p in SITE.glob("book/evidence/*.html")))
+
+
+@pytest.mark.parametrize("path", _with_evidence() or ["book/intro.html"])
+def test_no_paragraph_shows_unrendered_markup(site, path):
+    """Markdown or MyST roles inside a glued string reach the page as text ("**confirmed**"): a glued
+    sentence is plain text, and its emphasis or links belong in the page's own Markdown."""
+    p = _Paragraphs()
+    p.feed((site / path).read_text(errors="replace"))
+    raw = [t[:120] for t in p.paragraphs if _RAW_MARKUP.search(t)]
+    assert raw == [], f"{path}: paragraphs that show Markdown or MyST markup as text: {raw}"
+
+
+def test_the_unrendered_markup_check_can_fail():
+    assert _RAW_MARKUP.search("from round 3: **confirmed**.") and _RAW_MARKUP.search("see {term}`nats` here")
+    assert not _RAW_MARKUP.search("2 ** 8 = 256 and a * b")
+
+
 @pytest.mark.parametrize("path", site_pages() or ["book/intro.html"])
 def test_no_table_repeats_its_header_in_its_body(site, path):
     """A table whose rows print the column names (a row given in a form the table did not read) is broken."""

@@ -166,7 +166,7 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
         "exact": (
             "cal_words confound_words det_words explore_steps gelu_hi gelu_lo main_lr other_lr "
             "other_seeds other_words relu_verdict relu_words shazeer_gap steps swiglu_verdict swiglu_words "
-            "tanh_note r2_* r3_words short_said"
+            "tanh_note r2_* r3_words r3_verdict short_said"
         ),
     },
     "06_stack": {

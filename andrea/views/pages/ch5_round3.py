@@ -214,8 +214,7 @@ def r3_words() -> str:
     )
     return (
         f"After {r3_steps():,} steps, ReLU minus GELU: " + "; ".join(parts) + f". The power calibration: {cal}. "
-        f'The learning calibration: {learned}. Verdict on "GELU trains to a lower loss than ReLU", from round '
-        f"3: **{ev(ROUND3).verdict.label}**."
+        f"The learning calibration: {learned}."
     )
 
 

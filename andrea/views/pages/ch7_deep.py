@@ -328,7 +328,7 @@ def deep_round1_words() -> str:
         )
     return (
         f"Round 1, on seeds {_span(seeds)}, counted each recipe's 80-block failures against its shallow stack's by "
-        f"Fisher's exact test ({'; '.join(parts)}) and gave the claim **{e.verdict.label}**. With no failures on "
+        f"Fisher's exact test ({'; '.join(parts)}) and gave the claim the label {e.verdict.label}. With no failures on "
         "either side, that test can only say nothing, so it could not go against the claim even when every deep "
         "stack learned. Round 2 was declared after a review pointed this out; round 1 decides nothing now."
     )
