@@ -195,8 +195,8 @@ GLUE_KINDS: dict[str, dict[str, str]] = {
             "along_1 along_late bigram copy_words ctx dist_t_min dist_u ent_t_min ent_u_min epochs files_train "
             "files_val g1_hi g1_lo g2_hi g2_lo gf heads ind_prose ind_u_prose ind_where kl_11 kl_6 lens_0 lens_12 "
             "lens_6 lens_9 lens_u mb minutes move_first move_hi move_lo move_u_first move_u_last n_params off_t "
-            "off_u prev_words ratio_t ratio_u repeat_gain rms_b1 rms_emb tok_seen tok_train train_final unigram "
-            "random_words val_final width win_t win_t_min win_u win_words"
+            "off_u prev_words ratio_t ratio_u repeat_gain rms_b1 rms_emb inv_rms_emb tok_seen tok_train "
+            "train_final unigram random_words val_final width win_t win_t_min win_u win_words"
         ),
     },
     "checking": {

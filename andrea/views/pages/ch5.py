@@ -158,7 +158,7 @@ def swiglu_found(sw) -> str:
             f"{-best.verdict.interval.mean:.3f} nats per byte, but not clearly at the other, so that claim, tested at "
             f"both scales, is {term(sw.label)}: at one of them the seeds could not tell the two apart."
         )
-    return f"Shazeer's gated SwiGLU against GELU, on the same fresh seeds: {term(sw.label)}."
+    return f"Shazeer's gated SwiGLU against GELU, on round 2's fresh seeds: {term(sw.label)}."
 
 
 def _claims(gpu: bool) -> list[Claim]:

@@ -149,8 +149,8 @@ def confound_sentence() -> str:
     }.get(f.verdict.label, f"the two ended within the noise ({m:+.3f})")
     return (
         f"At {scale_words(s0)}, a regime the full model does not start in (GELU starts close to the straight "
-        f"line x/2), {who} on round 2's fresh seeds; the review set that regime aside before round 3 ran, so it "
-        "decides nothing."
+        f"line x/2), {who} on round 2's fresh seeds; we set that regime aside before round 3 ran, so it decides "
+        "nothing."
     )
 
 

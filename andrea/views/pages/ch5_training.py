@@ -302,7 +302,7 @@ def swiglu_sentence() -> str:
         else ""
     )
     return (
-        f"Shazeer's gated SwiGLU against GELU, on the same fresh seeds: {'; '.join(parts)}. "
+        f"Shazeer's gated SwiGLU against GELU, on round 2's fresh seeds (600 steps): {'; '.join(parts)}. "
         f"The claim reads {label}{tail}."
     )
 

@@ -55,6 +55,7 @@ def glue_stream(stream: dict, lens: dict) -> None:
     """The residual stream's profile and the logit lens, trained and untrained."""
     st, su = stream["trained"], stream["untrained"]
     glue("rms_emb", st["rms"][0], ".2f")
+    glue("inv_rms_emb", 1 / st["rms"][0], ".0f")
     glue("rms_b1", st["rms"][1], ".1f")
     glue("move_first", st["move"][0], ".0f")
     glue("move_lo", 100 * st["move"][1:].min(), ".0f")
